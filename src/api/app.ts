@@ -1,0 +1,76 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { Deps } from '../deps.js';
+import { Errors } from '../errors.js';
+import { RateLimiter } from '../lib/rateLimiter.js';
+import { randomBase62 } from '../lib/crypto.js';
+import { auth } from './middlewares/auth.js';
+import { errorHandler } from './middlewares/errorHandler.js';
+import { readJsonBody } from './middlewares/jsonBody.js';
+import { rateLimit } from './middlewares/rateLimit.js';
+import { parsePart } from './middlewares/validate.js';
+import { API_PREFIX, buildOpenApi } from './openapi.js';
+import { healthRoutes } from './routes/health.js';
+import { partnerRoutes } from './routes/index.js';
+import type { ApiContext, ApiState, RouteDef } from './route.js';
+
+export const SERVICE_VERSION = '0.1.0';
+
+/**
+ * The Koa app of the partner API. Routes never look at the Host header, so the
+ * legacy base address (same path) is served by the same app.
+ */
+export function createApiApp(deps: Deps, routes: RouteDef[] = partnerRoutes): Koa<ApiState> {
+  const app = new Koa<ApiState>({ proxy: true });
+  const log = deps.log.child({ component: 'api' });
+  let lastRedisWarning = 0;
+  const limiter = new RateLimiter(deps.redis, deps.config.RATE_LIMIT_PER_MINUTE, 60_000, {
+    onRedisError: (err) => {
+      if (Date.now() - lastRedisWarning > 10_000) {
+        lastRedisWarning = Date.now();
+        log.warn({ err: String(err) }, 'rate limiter: Redis unreachable, enforcing the limit per process');
+      }
+    },
+  });
+  const openapi = buildOpenApi(routes, SERVICE_VERSION);
+
+  app.use(async (ctx, next) => {
+    ctx.state.deps = deps;
+    ctx.state.requestId = ctx.get('x-request-id').slice(0, 64) || randomBase62(16);
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    await next();
+  });
+  app.use(errorHandler);
+
+  const publicRouter = new Router<ApiState>();
+  healthRoutes(publicRouter, deps);
+  publicRouter.get(`${API_PREFIX}/openapi.json`, (ctx) => {
+    ctx.body = openapi;
+  });
+  app.use(publicRouter.routes());
+
+  const router = new Router<ApiState>({ prefix: API_PREFIX });
+  router.use(auth, rateLimit(limiter));
+  for (const r of routes) {
+    const koaPath = r.path.replace(/\{(\w+)\}/g, ':$1');
+    router[r.method](koaPath, async (ctx: ApiContext) => {
+      const params = r.params ? parsePart(r.params, ctx.params, 'path') : undefined;
+      const query = r.query ? parsePart(r.query, ctx.query, 'query') : undefined;
+      const body = r.body ? parsePart(r.body, await readJsonBody(ctx), 'body') : undefined;
+      await r.handler(ctx, { params, query, body });
+    });
+  }
+  app.use(router.routes());
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => Errors.methodNotAllowed([]),
+      notImplemented: () => Errors.methodNotAllowed([]),
+    }),
+  );
+  // Nothing matched: a JSON 404, never an HTML page.
+  app.use(async (ctx) => {
+    if (ctx.status === 404 && ctx.body === undefined) throw Errors.notFound('Route');
+  });
+  return app;
+}

@@ -1,0 +1,79 @@
+import type { ParameterizedContext } from 'koa';
+import { z } from 'zod';
+import type { Deps } from '../deps.js';
+import type { Authenticated } from '../domain/apiKeys.js';
+import type { ErrorCode } from '../errors.js';
+
+export interface ApiState {
+  deps: Deps;
+  /** Set by the auth middleware on every partner route. */
+  auth: Authenticated;
+  requestId: string;
+}
+export type ApiContext = ParameterizedContext<ApiState>;
+
+export interface ResponseDoc {
+  description: string;
+  schema?: z.ZodType;
+  /** default application/json */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+type Inferred<T> = T extends z.ZodType ? z.infer<T> : undefined;
+
+/**
+ * One partner route: its schemas (which validate the request AND produce the
+ * OpenAPI document, src/api/openapi.ts), the error codes it can answer, and a
+ * handler that calls one domain function and one presenter.
+ */
+export interface RouteDef<P = unknown, Q = unknown, B = unknown> {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** OpenAPI style, relative to /api/partner/v1: `/lessons/{id}` */
+  path: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  params?: AnyObject;
+  query?: AnyObject;
+  body?: z.ZodType;
+  responses: Record<number, ResponseDoc>;
+  errors: ErrorCode[];
+  handler: (ctx: ApiContext, input: { params: P; query: Q; body: B }) => Promise<void> | void;
+}
+
+export function defineRoute<
+  PS extends AnyObject | undefined = undefined,
+  QS extends AnyObject | undefined = undefined,
+  BS extends z.ZodType | undefined = undefined,
+>(
+  def: Omit<RouteDef, 'handler' | 'params' | 'query' | 'body'> & {
+    params?: PS;
+    query?: QS;
+    body?: BS;
+    handler: (
+      ctx: ApiContext,
+      input: { params: Inferred<PS>; query: Inferred<QS>; body: Inferred<BS> },
+    ) => Promise<void> | void;
+  },
+): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+/** Error body of the spec: `{"detail": {"code", "message"}}`. */
+export const ErrorBodySchema = z
+  .object({ detail: z.object({ code: z.string(), message: z.string() }) })
+  .meta({ id: 'Error' });
+
+/** 422 body: `{"detail": [{loc, msg, type}]}` (docs/api-decisions.md). */
+export const ValidationErrorBodySchema = z
+  .object({
+    detail: z.array(
+      z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }),
+    ),
+  })
+  .meta({ id: 'ValidationError' });
+
+/** Common path parameter. */
+export const LessonIdParams = z.object({ id: z.string().min(1).max(64) });

@@ -1,0 +1,10 @@
+import type { RouteDef } from '../route.js';
+import { balanceRoutes } from './balance/balance.js';
+import { lessonRoutes } from './lessons/lessons.js';
+import { linkRoutes } from './links/links.js';
+
+/**
+ * Every partner route, in one list: the router mounts these and the OpenAPI
+ * document is generated from them. A new route group adds one line here.
+ */
+export const partnerRoutes: RouteDef[] = [...lessonRoutes, ...linkRoutes, ...balanceRoutes];

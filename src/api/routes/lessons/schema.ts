@@ -1,0 +1,16 @@
+import { z } from 'zod';
+
+export const LessonsCreateSchema = z
+  .object({
+    title: z.string().min(1).max(255),
+    external_id: z.string().min(1).max(128).optional(),
+    mode: z.enum(['full', 'board_only']).optional(),
+    subject_mode: z.enum(['generic', 'math', 'physics']).optional().describe('default generic'),
+  })
+  .meta({ id: 'LessonCreate' });
+
+export const LessonsListQuery = z.object({
+  external_id: z.string().min(1).max(128).optional().describe('all lessons with this external_id, archived ones included'),
+  limit: z.coerce.number().int().min(1).max(100).default(50).describe('without external_id: page size, 1-100'),
+  after: z.string().min(1).max(64).optional().describe('without external_id: the last lesson id of the previous page'),
+});

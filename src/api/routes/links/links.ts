@@ -1,0 +1,31 @@
+import { getLiveLesson } from '../../../domain/lessons.js';
+import { issueLink } from '../../../domain/links.js';
+import { LinkSchema, presentLink } from '../../presenters/link.js';
+import { defineRoute, LessonIdParams } from '../../route.js';
+import { LinksCreateSchema } from './schema.js';
+
+export const linkRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/lessons/{id}/links',
+    tag: 'Links',
+    summary: 'Issue a personal entry link for one participant',
+    params: LessonIdParams,
+    body: LinksCreateSchema,
+    responses: { 201: { description: 'The participant link', schema: LinkSchema } },
+    errors: ['not_found', 'archived', 'minutes_exhausted', 'validation_error'],
+    async handler(ctx, { params, body }) {
+      const { deps, auth } = ctx.state;
+      const lesson = await getLiveLesson(deps.sql, auth.partner.id, params.id);
+      const link = await issueLink(deps.sql, {
+        partner: auth.partner,
+        lesson,
+        input: body,
+        embedBaseUrl: deps.config.EMBED_BASE_URL,
+        at: deps.clock.now(),
+      });
+      ctx.status = 201;
+      ctx.body = presentLink(link);
+    },
+  }),
+];

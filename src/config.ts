@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/**
+ * Every setting of the service, parsed once at start-up. A bad value stops the
+ * process with a message that names the variable (see `loadConfig`).
+ * Every variable here is in the README's configuration table with its default.
+ */
+const port = z.coerce.number().int().min(0).max(65535);
+const seconds = z.coerce.number().int().positive();
+const csv = z
+  .string()
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+
+export const ROLE_NAMES = ['api', 'gateway', 'dispatcher'] as const;
+export type Role = (typeof ROLE_NAMES)[number];
+
+export const ConfigSchema = z.object({
+  NODE_ENV: z.string().default('development'),
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/lessons'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
+  REDIS_KEY_PREFIX: z.string().default('wb:'),
+  ROLES: csv.pipe(z.array(z.enum(ROLE_NAMES)).min(1)).default(['api', 'gateway', 'dispatcher']),
+  HOST: z.string().default('0.0.0.0'),
+  API_PORT: port.default(8080),
+  GATEWAY_PORT: port.default(8081),
+  EMBED_BASE_URL: z.string().url().default('http://localhost:8081').transform((s) => s.replace(/\/+$/, '')),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Realtime gateway
+  SESSION_IDLE_SECONDS: seconds.default(300),
+  GATEWAY_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(8).max(30).default(20),
+  // Webhooks
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  WEBHOOK_RETRY_SCHEDULE: csv
+    .transform((xs) => xs.map(Number))
+    .pipe(z.array(z.number().int().min(0)).min(1))
+    .default([30, 120, 600, 1800, 3600, 10800, 21600, 43200]),
+  WEBHOOK_ALLOW_HOSTS: csv.default([]),
+  // Video call
+  ICE_SERVERS: z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() })))
+    .default([{ urls: 'stun:stun.l.google.com:19302' }]),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(ConfigSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') input[key] = v;
+  }
+  const parsed = ConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}

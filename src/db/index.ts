@@ -1,0 +1,34 @@
+import postgres from 'postgres';
+
+export type Sql = postgres.Sql<{ bigint: number }>;
+export type Tx = postgres.TransactionSql<{ bigint: number }>;
+/** Either the pool or a transaction: domain functions accept both. */
+export type Db = Sql | Tx;
+
+/**
+ * postgres.js pool. int8 columns are parsed to JS numbers: every int8 we keep
+ * (seconds, ids) stays far below 2^53. numeric (rubles) stays a string so money
+ * is never a float.
+ */
+export function createSql(url: string, opts: { max?: number; onnotice?: (n: unknown) => void } = {}): Sql {
+  return postgres(url, {
+    max: opts.max ?? 10,
+    idle_timeout: 30,
+    connect_timeout: 10,
+    onnotice: opts.onnotice ?? (() => {}),
+    types: {
+      bigint: {
+        to: 20,
+        from: [20],
+        serialize: (x: number) => String(x),
+        parse: (x: string) => Number(x),
+      },
+    },
+  }) as unknown as Sql;
+}
+
+/** Postgres unique_violation, optionally on a named constraint or index. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint_name?: string };
+  return e?.code === '23505' && (!constraint || e.constraint_name === constraint);
+}

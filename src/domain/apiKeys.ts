@@ -1,0 +1,45 @@
+import type { Db } from '../db/index.js';
+import { newId, randomBase62, sha256 } from '../lib/crypto.js';
+import type { Partner } from './partners.js';
+
+/** `wbk_` + 32 base62 chars: ~190 random bits. Shown once, stored as sha256 only. */
+const KEY_PATTERN = /^wbk_[0-9A-Za-z]{32}$/;
+
+export function generateApiKey(): string {
+  return `wbk_${randomBase62(32)}`;
+}
+
+export async function createApiKey(db: Db, partnerId: string): Promise<{ id: string; apiKey: string }> {
+  const apiKey = generateApiKey();
+  const id = newId('key');
+  await db`INSERT INTO api_keys (id, partner_id, key_hash) VALUES (${id}, ${partnerId}, ${sha256(apiKey)})`;
+  return { id, apiKey };
+}
+
+/** Revokes a key; false when no live key matches. */
+export async function revokeApiKey(db: Db, apiKey: string, at: Date): Promise<boolean> {
+  if (!KEY_PATTERN.test(apiKey)) return false;
+  const rows = await db`
+    UPDATE api_keys SET revoked_at = ${at} WHERE key_hash = ${sha256(apiKey)} AND revoked_at IS NULL RETURNING id`;
+  return rows.length > 0;
+}
+
+export interface Authenticated {
+  keyId: string;
+  partner: Partner;
+}
+
+/**
+ * The partner behind a bearer key, or null when the key is malformed, unknown,
+ * revoked, or its partner is suspended (all of them answer 401 alike).
+ */
+export async function authenticateApiKey(db: Db, apiKey: string): Promise<Authenticated | null> {
+  if (!KEY_PATTERN.test(apiKey)) return null;
+  const [row] = await db<(Partner & { key_id: string })[]>`
+    SELECT k.id AS key_id, p.*
+    FROM api_keys k JOIN partners p ON p.id = k.partner_id
+    WHERE k.key_hash = ${sha256(apiKey)} AND k.revoked_at IS NULL AND p.suspended_at IS NULL`;
+  if (!row) return null;
+  const { key_id, ...partner } = row;
+  return { keyId: key_id, partner };
+}

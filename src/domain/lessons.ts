@@ -1,0 +1,113 @@
+import type { Db } from '../db/index.js';
+import { isUniqueViolation } from '../db/index.js';
+import { newId } from '../lib/crypto.js';
+import { Errors } from '../errors.js';
+import type { Partner } from './partners.js';
+
+export type LessonMode = 'full' | 'board_only';
+export type SubjectMode = 'generic' | 'math' | 'physics';
+
+export interface Lesson {
+  id: string;
+  partner_id: string;
+  external_id: string | null;
+  title: string;
+  mode: LessonMode;
+  subject_mode: SubjectMode;
+  created_at: Date;
+  started_at: Date | null;
+  ended_at: Date | null;
+  billed_seconds: number;
+  archived_at: Date | null;
+}
+
+export interface CreateLessonInput {
+  title: string;
+  external_id?: string;
+  mode?: LessonMode;
+  subject_mode?: SubjectMode;
+}
+
+/** Plan rules: the mode defaults to the plan's; the board-only plan cannot hold `full` lessons. */
+export function resolveMode(plan: Partner['plan'], requested?: LessonMode): LessonMode {
+  if (plan === 'board_only') {
+    if (requested === 'full') throw Errors.planBoardOnly();
+    return 'board_only';
+  }
+  return requested ?? 'full';
+}
+
+export async function createLesson(db: Db, partner: Partner, input: CreateLessonInput, at: Date): Promise<Lesson> {
+  const mode = resolveMode(partner.plan, input.mode);
+  try {
+    const [lesson] = await db<Lesson[]>`
+      INSERT INTO lessons (id, partner_id, external_id, title, mode, subject_mode, created_at)
+      VALUES (${newId('lsn')}, ${partner.id}, ${input.external_id ?? null}, ${input.title}, ${mode},
+              ${input.subject_mode ?? 'generic'}, ${at})
+      RETURNING *`;
+    return lesson;
+  } catch (err) {
+    // The unique index decides under concurrency; no check-then-insert race.
+    if (isUniqueViolation(err, 'lessons_partner_external_live')) throw Errors.conflict();
+    throw err;
+  }
+}
+
+/** A lesson of this partner, archived or not; another partner's lesson is "not found". */
+export async function findLesson(db: Db, partnerId: string, id: string): Promise<Lesson | undefined> {
+  const [lesson] = await db<Lesson[]>`SELECT * FROM lessons WHERE id = ${id} AND partner_id = ${partnerId}`;
+  return lesson;
+}
+
+/** The live lesson for a route that names it: 404 not_found, or 410 archived. */
+export async function getLiveLesson(db: Db, partnerId: string, id: string): Promise<Lesson> {
+  const lesson = await findLesson(db, partnerId, id);
+  if (!lesson) throw Errors.notFound();
+  if (lesson.archived_at) throw Errors.archived();
+  return lesson;
+}
+
+/** Every lesson with that external_id, archived ones included, newest first. */
+export async function findLessonsByExternalId(db: Db, partnerId: string, externalId: string): Promise<Lesson[]> {
+  return db<Lesson[]>`
+    SELECT * FROM lessons WHERE partner_id = ${partnerId} AND external_id = ${externalId}
+    ORDER BY created_at DESC, id DESC`;
+}
+
+/** A page of live lessons, newest first, continuing after the lesson `after` (a cursor). */
+export async function listLessons(
+  db: Db,
+  partnerId: string,
+  opts: { limit: number; after?: string },
+): Promise<Lesson[]> {
+  if (opts.after) {
+    const cursor = await findLesson(db, partnerId, opts.after);
+    if (!cursor) throw Errors.badRequest('after: unknown lesson id');
+    return db<Lesson[]>`
+      SELECT * FROM lessons
+      WHERE partner_id = ${partnerId} AND archived_at IS NULL
+        AND (created_at, id) < (${cursor.created_at}, ${cursor.id})
+      ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
+  }
+  return db<Lesson[]>`
+    SELECT * FROM lessons WHERE partner_id = ${partnerId} AND archived_at IS NULL
+    ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
+}
+
+/**
+ * Archives a lesson (DELETE). Returns the archived row; 410 when it was archived
+ * already. Closing its sockets and charging its running session is the
+ * gateway's part: it hears `lesson_archived` through pg_notify after commit.
+ */
+export async function archiveLesson(db: Db, partnerId: string, id: string, at: Date): Promise<Lesson> {
+  const [lesson] = await db<Lesson[]>`
+    UPDATE lessons SET archived_at = ${at}
+    WHERE id = ${id} AND partner_id = ${partnerId} AND archived_at IS NULL
+    RETURNING *`;
+  if (lesson) {
+    await db`SELECT pg_notify('lesson_archived', ${lesson.id})`;
+    return lesson;
+  }
+  await getLiveLesson(db, partnerId, id); // throws 404 or 410
+  throw Errors.archived();
+}

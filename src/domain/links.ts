@@ -1,0 +1,75 @@
+import type { Db } from '../db/index.js';
+import { hmacHex, newId, randomToken, sha256 } from '../lib/crypto.js';
+import { Errors } from '../errors.js';
+import type { Lesson } from './lessons.js';
+import type { Partner } from './partners.js';
+
+export type Role = 'teacher' | 'student';
+
+export interface LinkInput {
+  user: { id: string; name: string; role: Role };
+  ttl_minutes: number;
+}
+
+export interface IssuedLink {
+  url: string;
+  token: string;
+  expires_at: Date;
+}
+
+/**
+ * The person behind a partner's user id: HMAC-SHA256 keyed with the partner's
+ * own key, so the same id gives the same hash across that partner's lessons,
+ * a different one at another partner, and the id itself is never stored.
+ */
+export function hashUserId(partner: Pick<Partner, 'user_hash_key'>, userId: string): string {
+  return hmacHex(partner.user_hash_key, userId);
+}
+
+/**
+ * Issues a personal entry link. Only the token's sha256 is stored; the token
+ * itself exists only in this response. No new links while the balance has no
+ * seconds left (402 minutes_exhausted, docs/api-decisions.md).
+ */
+export async function issueLink(
+  db: Db,
+  opts: { partner: Partner; lesson: Lesson; input: LinkInput; embedBaseUrl: string; at: Date },
+): Promise<IssuedLink> {
+  const { partner, lesson, input, at } = opts;
+  const [bal] = await db<{ balance_seconds: number }[]>`SELECT balance_seconds FROM partners WHERE id = ${partner.id}`;
+  if (!bal || bal.balance_seconds <= 0) throw Errors.minutesExhausted();
+  const token = randomToken(32);
+  const expiresAt = new Date(at.getTime() + input.ttl_minutes * 60_000);
+  await db`
+    INSERT INTO links (id, lesson_id, partner_id, token_hash, user_hash, name, role, expires_at, created_at)
+    VALUES (${newId('lnk')}, ${lesson.id}, ${partner.id}, ${sha256(token)}, ${hashUserId(partner, input.user.id)},
+            ${input.user.name}, ${input.user.role}, ${expiresAt}, ${at})`;
+  return { url: `${opts.embedBaseUrl}/embed/${token}`, token, expires_at: expiresAt };
+}
+
+export interface ResolvedLink {
+  link_id: string;
+  lesson_id: string;
+  partner_id: string;
+  user_hash: string;
+  name: string;
+  role: Role;
+  expires_at: Date;
+  lesson_mode: Lesson['mode'];
+  subject_mode: Lesson['subject_mode'];
+  lesson_title: string;
+  external_id: string | null;
+  archived: boolean;
+}
+
+/** Looks a token up by its hash (one index probe). Undefined for unknown tokens; expiry is the caller's rule. */
+export async function resolveLinkToken(db: Db, token: string): Promise<ResolvedLink | undefined> {
+  if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return undefined;
+  const [row] = await db<ResolvedLink[]>`
+    SELECT k.id AS link_id, k.lesson_id, k.partner_id, k.user_hash, k.name, k.role, k.expires_at,
+           l.mode AS lesson_mode, l.subject_mode, l.title AS lesson_title, l.external_id,
+           (l.archived_at IS NOT NULL) AS archived
+    FROM links k JOIN lessons l ON l.id = k.lesson_id
+    WHERE k.token_hash = ${sha256(token)}`;
+  return row;
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../db/index.js';
+import { newId } from '../lib/crypto.js';
+import { Errors } from '../errors.js';
+
+export type Plan = 'full' | 'board_only';
+
+export interface Partner {
+  id: string;
+  name: string;
+  plan: Plan;
+  board_rate_percent: number;
+  user_hash_key: Buffer;
+  balance_seconds: number;
+  suspended_at: Date | null;
+  created_at: Date;
+}
+
+export async function createPartner(
+  db: Db,
+  input: { name: string; plan?: Plan; boardRatePercent?: number },
+): Promise<Partner> {
+  const [p] = await db<Partner[]>`
+    INSERT INTO partners (id, name, plan, board_rate_percent, user_hash_key)
+    VALUES (${newId('ptr')}, ${input.name}, ${input.plan ?? 'full'}, ${input.boardRatePercent ?? 30}, ${randomBytes(32)})
+    RETURNING *`;
+  return p;
+}
+
+export async function getPartner(db: Db, id: string): Promise<Partner | undefined> {
+  const [p] = await db<Partner[]>`SELECT * FROM partners WHERE id = ${id}`;
+  return p;
+}
+
+export async function setPartnerSuspended(db: Db, id: string, suspended: boolean, at: Date): Promise<Partner> {
+  const [p] = await db<Partner[]>`
+    UPDATE partners SET suspended_at = ${suspended ? at : null} WHERE id = ${id} RETURNING *`;
+  if (!p) throw Errors.notFound('Partner');
+  return p;
+}

@@ -1,0 +1,72 @@
+/**
+ * The one error type of the service. Domain code throws these; the API maps
+ * them to `{"detail": {"code", "message"}}` in one place
+ * (src/api/middlewares/errorHandler.ts), and the gateway maps them to close codes.
+ */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** 422 only: the failing fields. */
+    readonly issues?: ValidationIssue[],
+    /** extra response headers, e.g. Retry-After */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+/** Every error code the API can answer, with its status (used for the OpenAPI document too). */
+export const ERROR_CODES = {
+  bad_request: 400,
+  bad_url: 400,
+  bad_range: 400,
+  no_webhook: 400,
+  unauthorized: 401,
+  minutes_exhausted: 402,
+  plan_board_only: 403,
+  not_found: 404,
+  no_preview: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  archived: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_error: 422,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+const make = (code: ErrorCode, message: string, headers?: Record<string, string>) =>
+  new AppError(ERROR_CODES[code], code, message, undefined, headers);
+
+export const Errors = {
+  badRequest: (message = 'Malformed request') => make('bad_request', message),
+  badUrl: (message = 'The webhook address is not acceptable') => make('bad_url', message),
+  badRange: (message = 'The period is invalid') => make('bad_range', message),
+  noWebhook: () => make('no_webhook', 'No webhook is configured'),
+  unauthorized: () => make('unauthorized', 'Missing, invalid or revoked API key, or suspended partner'),
+  minutesExhausted: () => make('minutes_exhausted', 'The balance has no minutes left; top up to issue new links'),
+  planBoardOnly: () => make('plan_board_only', "The board-only plan cannot create lessons with mode 'full'"),
+  notFound: (what = 'Lesson') => make('not_found', `${what} not found`),
+  noPreview: () => make('no_preview', 'No thumbnail exists for this board yet'),
+  methodNotAllowed: (allowed: string[]) => make('method_not_allowed', 'Method not allowed', { Allow: allowed.join(', ') }),
+  conflict: (message = 'external_id is already used by another lesson') => make('conflict', message),
+  archived: () => make('archived', 'The lesson was deleted'),
+  payloadTooLarge: (limit: number) => make('payload_too_large', `Request body is larger than ${limit} bytes`),
+  unsupportedMediaType: () => make('unsupported_media_type', 'Request body must be application/json'),
+  rateLimited: (retryAfterSeconds: number) =>
+    make('rate_limited', 'Too many requests', { 'Retry-After': String(retryAfterSeconds) }),
+  unavailable: (message = 'Service temporarily unavailable') => make('unavailable', message),
+  validation: (issues: ValidationIssue[]) =>
+    new AppError(422, 'validation_error', 'Request validation failed', issues),
+};

@@ -1,0 +1,67 @@
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createSql } from './db/index.js';
+import { migrate } from './db/migrate.js';
+import type { Deps } from './deps.js';
+import { systemClock } from './lib/clock.js';
+import { createLogger } from './logger.js';
+import { createRedis } from './redis.js';
+import { startApi } from './server.js';
+import { startGateway } from '../realtime/index.js';
+import { startDispatcher } from './webhooks/index.js';
+
+/**
+ * `npm start`: applies migrations, then runs the roles named in ROLES
+ * (api, gateway, dispatcher) in this process.
+ */
+let config: Config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
+  throw err;
+}
+
+const log = createLogger(config.LOG_LEVEL);
+await migrate(config.DATABASE_URL, log.child({ component: 'migrate' }));
+
+const deps: Deps = {
+  config,
+  sql: createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_SIZE }),
+  redis: createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX),
+  clock: systemClock,
+  log,
+};
+deps.redis.on('error', (err) => log.warn({ component: 'redis', err: err.message }, 'redis error'));
+
+const stops: (() => Promise<void>)[] = [];
+if (config.ROLES.includes('api')) {
+  const api = await startApi(deps);
+  stops.push(api.close);
+  log.info({ component: 'api', port: api.port }, 'partner API listening');
+}
+if (config.ROLES.includes('gateway')) {
+  const gw = await startGateway(deps);
+  stops.push(gw.close);
+  log.info({ component: 'gateway', port: gw.port }, 'gateway listening');
+}
+if (config.ROLES.includes('dispatcher')) {
+  const d = await startDispatcher(deps);
+  stops.push(d.close);
+  log.info({ component: 'dispatcher' }, 'webhook dispatcher running');
+}
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'shutting down');
+  for (const stop of stops.reverse()) await stop().catch((err) => log.error({ err }, 'stop failed'));
+  await deps.sql.end({ timeout: 5 });
+  deps.redis.disconnect();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
