@@ -1,0 +1,132 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { topUp } from '../../src/domain/ledger.js';
+import { recordMeteredTime } from '../../src/metering/charge.js';
+import { recordParticipantJoined } from '../../src/metering/participants.js';
+import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
+import { makeDeps } from '../helpers/deps.js';
+import { balanceOf, partnerFactory } from '../helpers/factories.js';
+import { eventsOf, lessonFactory } from '../helpers/lessons.js';
+
+const deps = makeDeps();
+const { sql } = deps;
+afterAll(() => deps.close());
+
+const T0 = new Date('2026-03-10T10:00:00Z');
+const at = (s: number) => new Date(T0.getTime() + s * 1000);
+
+describe('sessions', () => {
+  it('starts one session and records one lesson.started however many callers race', async () => {
+    const { partner } = await partnerFactory(sql);
+    const lesson = await lessonFactory(sql, partner, { external_id: 'race-start' });
+    const results = await Promise.all(Array.from({ length: 6 }, () => ensureSessionStarted(sql, { lessonId: lesson.id, at: T0, people: 2 })));
+    expect(results.filter((r) => r.started)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.session.id)).size).toBe(1);
+    const events = await eventsOf(sql, partner.id, 'lesson.started');
+    expect(events).toHaveLength(1);
+    expect(events[0].data).toEqual({ lesson_id: lesson.id, external_id: 'race-start', started_at: T0.toISOString(), ended_at: null, minutes: 0 });
+    const [l] = await sql`SELECT started_at, ended_at FROM lessons WHERE id = ${lesson.id}`;
+    expect(l.started_at.toISOString()).toBe(T0.toISOString());
+    expect(l.ended_at).toBeNull();
+  });
+
+  it('ends a session once, with lesson.ended carrying whole minutes and mode, and a later start is a new session', async () => {
+    const { partner } = await partnerFactory(sql);
+    const lesson = await lessonFactory(sql, partner, { mode: 'board_only' });
+    const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: T0, people: 2 });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 179, at: at(179) });
+    const first = await endSession(sql, { sessionId: session.id, endedAt: at(200), at: at(500) });
+    const again = await endSession(sql, { sessionId: session.id, endedAt: at(200), at: at(501) });
+    expect(first.ended).toBe(true);
+    expect(again.ended).toBe(false);
+    const ended = await eventsOf(sql, partner.id, 'lesson.ended');
+    expect(ended).toHaveLength(1);
+    expect(ended[0].data).toEqual({
+      lesson_id: lesson.id, external_id: null, started_at: T0.toISOString(), ended_at: at(200).toISOString(), minutes: 2, mode: 'board_only',
+    });
+    expect(ended[0].created_at.toISOString()).toBe(at(500).toISOString());
+    const next = await ensureSessionStarted(sql, { lessonId: lesson.id, at: at(1000), people: 2 });
+    expect(next.started).toBe(true);
+    expect(next.session.id).not.toBe(session.id);
+    expect(await eventsOf(sql, partner.id, 'lesson.started')).toHaveLength(2);
+  });
+});
+
+describe('charging', () => {
+  it('is a watermark: replays and duplicate reports charge nothing twice', async () => {
+    const { partner } = await partnerFactory(sql, { minutes: 100 });
+    const lesson = await lessonFactory(sql, partner);
+    const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: T0, people: 2 });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 10, at: at(10) });
+    await Promise.all([
+      recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 25, at: at(25) }),
+      recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 25, at: at(25) }),
+      recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 10, at: at(10) }),
+    ]);
+    expect(await balanceOf(sql, partner.id)).toBe(6000 - 25);
+    const [l] = await sql`SELECT billed_seconds FROM lessons WHERE id = ${lesson.id}`;
+    expect(l.billed_seconds).toBe(25);
+  });
+
+  it('charges board-only time at the rate with the fraction kept exact across a session', async () => {
+    const { partner } = await partnerFactory(sql, { minutes: 100, boardRatePercent: 30 });
+    const lesson = await lessonFactory(sql, partner, { mode: 'board_only' });
+    const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: T0, people: 2 });
+    // 100 one-second ticks: per-tick rounding would charge 0 or 100; the exact charge is 30.
+    for (let i = 1; i <= 100; i++) await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: i, at: at(i) });
+    expect(await balanceOf(sql, partner.id)).toBe(6000 - 30);
+    const [s] = await sql`SELECT seconds, charged_seconds FROM sessions WHERE id = ${session.id}`;
+    expect(s).toEqual({ seconds: 100, charged_seconds: 30 });
+  });
+
+  it('splits a session from 23:58 to 00:03 Moscow time into 120 s and 180 s on two days', async () => {
+    const { partner } = await partnerFactory(sql);
+    const lesson = await lessonFactory(sql, partner);
+    const start = new Date('2026-03-10T20:58:00Z'); // 23:58 MSK (UTC+3)
+    const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: start, people: 2 });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 100, at: new Date(start.getTime() + 100_000) });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 300, at: new Date(start.getTime() + 300_000) });
+    const rows = await sql`SELECT to_char(day, 'YYYY-MM-DD') AS day, seconds, charged_seconds FROM usage_daily WHERE session_id = ${session.id} ORDER BY day`;
+    expect(rows.map((r) => ({ ...r }))).toEqual([
+      { day: '2026-03-10', seconds: 120, charged_seconds: 120 },
+      { day: '2026-03-11', seconds: 180, charged_seconds: 180 },
+    ]);
+  });
+
+  it('records balance.low once when the balance falls below an hour, balance.exhausted once at zero, and re-arms after a top-up', async () => {
+    const { partner } = await partnerFactory(sql, { minutes: 61 });
+    const lesson = await lessonFactory(sql, partner);
+    const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: T0, people: 2 });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 59, at: at(59) });
+    expect(await eventsOf(sql, partner.id, 'balance.low')).toHaveLength(0);
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 61, at: at(61) });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 120, at: at(120) });
+    const low = await eventsOf(sql, partner.id, 'balance.low');
+    expect(low.map((e) => e.data)).toEqual([{ balance_seconds: 3599, balance_minutes: 59 }]);
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 3660, at: at(3660) });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 3700, at: at(3700) });
+    const exhausted = await eventsOf(sql, partner.id, 'balance.exhausted');
+    expect(exhausted.map((e) => e.data)).toEqual([{ balance_seconds: 0, balance_minutes: 0 }]);
+    expect(await balanceOf(sql, partner.id)).toBe(-40);
+    // A top-up that lifts the balance above an hour re-arms both lines.
+    await topUp(sql, { partnerId: partner.id, minutes: 120, at: at(3800) });
+    await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 10860, at: at(10860) });
+    expect(await eventsOf(sql, partner.id, 'balance.low')).toHaveLength(2);
+    expect(await eventsOf(sql, partner.id, 'balance.exhausted')).toHaveLength(2);
+  });
+});
+
+describe('participant.joined', () => {
+  it('is recorded once per 6 hours per person and lesson, even when claims race', async () => {
+    const { partner } = await partnerFactory(sql);
+    const lesson = await lessonFactory(sql, partner);
+    const input = { lessonId: lesson.id, partnerId: partner.id, externalId: null, userHash: 'h1', role: 'student', name: 'Ann', at: T0 };
+    const raced = await Promise.all(Array.from({ length: 5 }, () => recordParticipantJoined(sql, input)));
+    expect(raced.filter(Boolean)).toHaveLength(1);
+    expect(await recordParticipantJoined(sql, { ...input, at: at(6 * 3600 - 1) })).toBe(false);
+    expect(await recordParticipantJoined(sql, { ...input, userHash: 'h2' })).toBe(true);
+    expect(await recordParticipantJoined(sql, { ...input, at: at(6 * 3600) })).toBe(true);
+    const events = await eventsOf(sql, partner.id, 'participant.joined');
+    expect(events).toHaveLength(3);
+    expect(events[0].data).toEqual({ lesson_id: lesson.id, external_id: null, role: 'student', name: 'Ann' });
+  });
+});
