@@ -23,11 +23,12 @@ export const REDACT_PATHS = [
   'url_token',
 ];
 
-export function createLogger(level: string = 'info'): Logger {
-  return pino({
+export function createLogger(level: string = 'info', destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { pid: process.pid },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

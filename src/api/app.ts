@@ -38,7 +38,16 @@ export function createApiApp(deps: Deps, routes: RouteDef[] = partnerRoutes): Ko
     ctx.state.deps = deps;
     ctx.state.requestId = ctx.get('x-request-id').slice(0, 64) || randomBase62(16);
     ctx.set('X-Request-Id', ctx.state.requestId);
-    await next();
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      // Access log: never headers, bodies or query strings (they may carry secrets).
+      log.info(
+        { requestId: ctx.state.requestId, method: ctx.method, route: ctx._matchedRoute ?? null, status: ctx.status, ms: Math.round(performance.now() - started), partner: ctx.state.auth?.partner.id },
+        'request',
+      );
+    }
   });
   app.use(errorHandler);
 
@@ -61,16 +70,14 @@ export function createApiApp(deps: Deps, routes: RouteDef[] = partnerRoutes): Ko
     });
   }
   app.use(router.routes());
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => Errors.methodNotAllowed([]),
-      notImplemented: () => Errors.methodNotAllowed([]),
-    }),
-  );
-  // Nothing matched: a JSON 404, never an HTML page.
+  // Nothing matched: 405 with Allow when the path exists under other methods,
+  // else a JSON 404 (never an HTML page).
+  const methods = ['GET', 'POST', 'PUT', 'DELETE'];
   app.use(async (ctx) => {
-    if (ctx.status === 404 && ctx.body === undefined) throw Errors.notFound('Route');
+    if (ctx.status !== 404 || ctx.body !== undefined) return;
+    const allowed = methods.filter((m) => router.match(ctx.path, m).route);
+    if (allowed.length) throw Errors.methodNotAllowed(allowed);
+    throw Errors.notFound('Route');
   });
   return app;
 }

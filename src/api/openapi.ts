@@ -21,7 +21,8 @@ export function buildOpenApi(routes: RouteDef[], version: string): Json {
     for (const [k, v] of Object.entries(defs)) components[k] = rewriteRefs(v);
     const id = (schema.meta() as { id?: string } | undefined)?.id;
     if (id) {
-      components[id] = rewriteRefs(json);
+      // zod puts a root schema that has an id into $defs and answers a $ref to it
+      if (json.$ref !== `#/$defs/${id}`) components[id] = rewriteRefs(json);
       return { $ref: `#/components/schemas/${id}` };
     }
     return rewriteRefs(json) as Json;

@@ -1,0 +1,52 @@
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { testEnv } from '../helpers/deps.js';
+import { startTestApi } from '../helpers/api.js';
+
+const api = await startTestApi();
+
+function admin(...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], { env: { ...process.env, ...testEnv() }, encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, json: r.stdout.trim() ? JSON.parse(r.stdout) : undefined };
+}
+
+describe('admin CLI', () => {
+  it('creates a partner with a working key, tops up, creates and revokes keys, suspends and resumes, printing one JSON object each', async () => {
+    const created = admin('partner', 'create', '--name', 'Acme School', '--plan', 'board_only', '--board-rate-percent', '40');
+    expect(created.status).toBe(0);
+    expect(created.json).toEqual({ partner_id: expect.stringMatching(/^ptr_/), api_key: expect.stringMatching(/^wbk_[0-9A-Za-z]{32}$/) });
+    const { partner_id, api_key } = created.json;
+    const bal = await api.request('GET', '/balance', { key: api_key });
+    expect(bal.body).toEqual({ balance_seconds: 0, balance_minutes: 0, plan: 'board_only', board_rate_percent: 40 });
+
+    expect(admin('topup', partner_id, '--minutes', '5', '--rub', '50').json).toEqual({ balance_seconds: 300 });
+    expect(admin('topup', partner_id, '--minutes', '1').json).toEqual({ balance_seconds: 360 });
+
+    const key2 = admin('key', 'create', partner_id).json.api_key;
+    expect((await api.request('GET', '/balance', { key: key2 })).status).toBe(200);
+    expect(admin('key', 'revoke', key2).json).toEqual({ revoked: true });
+    expect((await api.request('GET', '/balance', { key: key2 })).status).toBe(401);
+
+    expect(admin('partner', 'suspend', partner_id).json).toEqual({ partner_id, suspended: true });
+    expect((await api.request('GET', '/balance', { key: api_key })).status).toBe(401);
+    expect(admin('partner', 'resume', partner_id).json).toEqual({ partner_id, suspended: false });
+    expect((await api.request('GET', '/balance', { key: api_key })).status).toBe(200);
+  }, 60_000);
+
+  it('defaults to the full plan at 30 percent', async () => {
+    const { api_key } = admin('partner', 'create', '--name', 'Defaults').json;
+    expect((await api.request('GET', '/balance', { key: api_key })).body).toMatchObject({ plan: 'full', board_rate_percent: 30 });
+  });
+
+  it('prints usage to stderr and exits non-zero on wrong arguments, writing nothing to stdout', () => {
+    for (const args of [[], ['bogus'], ['partner', 'create'], ['partner', 'create', '--name', 'x', '--plan', 'gold'], ['topup', 'ptr_x'], ['topup', 'ptr_x', '--minutes', '-5'], ['partner', 'create', '--name', 'x', '--unknown']]) {
+      const r = admin(...args);
+      expect(r.status, args.join(' ')).not.toBe(0);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/usage: npm run --silent admin/);
+    }
+    const unknownPartner = admin('topup', 'ptr_nope', '--minutes', '5');
+    expect(unknownPartner.status).not.toBe(0);
+    expect(unknownPartner.stderr).toMatch(/Partner not found/);
+  }, 60_000);
+});

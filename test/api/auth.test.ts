@@ -1,0 +1,67 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from '../../src/cli/admin.js';
+import { startTestApi } from '../helpers/api.js';
+import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+
+const api = await startTestApi();
+let p: PartnerFixture;
+beforeAll(async () => {
+  p = await partnerFactory(api.deps.sql);
+});
+
+const expect401 = (res: { status: number; body: unknown }) => {
+  expect(res.status).toBe(401);
+  expect(res.body).toEqual({ detail: { code: 'unauthorized', message: expect.any(String) } });
+};
+
+describe('API key authentication', () => {
+  it('accepts a live key', async () => {
+    expect((await api.request('GET', '/balance', { key: p.apiKey })).status).toBe(200);
+  });
+
+  it('answers 401 unauthorized without a key, with a malformed or unknown key, or another scheme', async () => {
+    expect401(await api.request('GET', '/balance'));
+    expect401(await api.request('GET', '/balance', { key: 'not-a-key' }));
+    expect401(await api.request('GET', '/balance', { key: 'wbk_' + 'A'.repeat(32) }));
+    expect401(await api.request('GET', '/balance', { headers: { authorization: `Basic ${p.apiKey}` } }));
+    expect401(await api.request('GET', '/balance', { headers: { authorization: p.apiKey } }));
+  });
+
+  it('answers 401 on every route, before validation, and creates nothing', async () => {
+    expect401(await api.request('POST', '/lessons', { body: { title: 'x', external_id: 'noauth' } }));
+    expect401(await api.request('POST', '/lessons', { body: {} }));
+    expect401(await api.request('GET', '/lessons/lsn_x'));
+    expect401(await api.request('DELETE', '/lessons/lsn_x'));
+    expect401(await api.request('POST', '/lessons/lsn_x/links', { body: {} }));
+    const list = await api.request('GET', '/lessons?external_id=noauth', { key: p.apiKey });
+    expect(list.body).toEqual([]);
+  });
+
+  it('answers 401 for a revoked key while the partner’s other keys keep working', async () => {
+    const { api_key: second } = (await runAdmin(api.deps.sql, ['key', 'create', p.partner.id])) as { api_key: string };
+    expect((await api.request('GET', '/balance', { key: second })).status).toBe(200);
+    await runAdmin(api.deps.sql, ['key', 'revoke', second]);
+    expect401(await api.request('GET', '/balance', { key: second }));
+    expect((await api.request('GET', '/balance', { key: p.apiKey })).status).toBe(200);
+  });
+
+  it('answers 401 for every key of a suspended partner, and works again after resume', async () => {
+    const q = await partnerFactory(api.deps.sql);
+    await runAdmin(api.deps.sql, ['partner', 'suspend', q.partner.id]);
+    expect401(await api.request('GET', '/balance', { key: q.apiKey }));
+    await runAdmin(api.deps.sql, ['partner', 'resume', q.partner.id]);
+    expect((await api.request('GET', '/balance', { key: q.apiKey })).status).toBe(200);
+  });
+
+  it('stores keys only as hashes', async () => {
+    const rows = await api.deps.sql`SELECT key_hash FROM api_keys WHERE partner_id = ${p.partner.id}`;
+    const dump = JSON.stringify(await api.deps.sql`SELECT * FROM api_keys WHERE partner_id = ${p.partner.id}`);
+    expect(rows.length).toBeGreaterThan(0);
+    expect(dump).not.toContain(p.apiKey.slice(4));
+  });
+
+  it('does not depend on the Host header, so the legacy base address serves the same API', async () => {
+    const res = await api.request('GET', '/balance', { key: p.apiKey, headers: { host: 'legacy.example.com' } });
+    expect(res.status).toBe(200);
+  });
+});

@@ -1,0 +1,58 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi } from '../helpers/api.js';
+import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+
+const api = await startTestApi();
+let p: PartnerFixture;
+beforeAll(async () => {
+  p = await partnerFactory(api.deps.sql);
+});
+
+const errorBody = (code: string) => ({ detail: { code, message: expect.any(String) } });
+
+describe('errors are JSON in the spec format, never a stack trace or an HTML page', () => {
+  it('malformed JSON answers 400 bad_request and creates nothing', async () => {
+    const res = await api.request('POST', '/lessons', { key: p.apiKey, raw: '{"title": "x",', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(errorBody('bad_request'));
+  });
+
+  it('a body that is not JSON answers 415 unsupported_media_type', async () => {
+    const res = await api.request('POST', '/lessons', { key: p.apiKey, raw: 'title=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(res.status).toBe(415);
+    expect(res.body).toEqual(errorBody('unsupported_media_type'));
+  });
+
+  it('a body over 64 KiB answers 413 payload_too_large', async () => {
+    const res = await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'x'.repeat(70_000) } });
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual(errorBody('payload_too_large'));
+  });
+
+  it('a JSON body that is not an object answers 422 at loc ["body"]', async () => {
+    const res = await api.request('POST', '/lessons', { key: p.apiKey, body: ['title'] });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body']);
+  });
+
+  it('an unknown route answers 404 not_found in JSON', async () => {
+    const res = await api.request('GET', '/nope', { key: p.apiKey });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual(errorBody('not_found'));
+    const outside = await api.request('GET', '/index.html');
+    expect(outside.status).toBe(404);
+    expect(outside.headers.get('content-type')).toMatch(/application\/json/);
+  });
+
+  it('a known path with an unsupported method answers 405 method_not_allowed with Allow', async () => {
+    const res = await api.request('PATCH', '/lessons', { key: p.apiKey, body: {} });
+    expect(res.status).toBe(405);
+    expect(res.body).toEqual(errorBody('method_not_allowed'));
+    expect(res.headers.get('allow')).toContain('POST');
+  });
+
+  it('every response carries a request id', async () => {
+    const res = await api.request('GET', '/balance', { key: p.apiKey });
+    expect(res.headers.get('x-request-id')).toMatch(/^\w+$/);
+  });
+});
