@@ -37,6 +37,13 @@ export const ConfigSchema = z.object({
     .pipe(z.array(z.number().int().min(0)).min(1))
     .default([30, 120, 600, 1800, 3600, 10800, 21600, 43200]),
   WEBHOOK_ALLOW_HOSTS: csv.default([]),
+  // base64 AES-256 keys (32 bytes each) sealing webhook secrets at rest; the first seals, all open
+  WEBHOOK_SECRET_KEYS: csv
+    .pipe(z.array(z.string().refine((k) => Buffer.from(k, 'base64').length === 32, 'each key must be 32 bytes, base64')))
+    .default([]),
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
+  WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
   // Video call
   ICE_SERVERS: z
     .string()
