@@ -1,0 +1,28 @@
+/**
+ * Why a board operation was refused. These travel to the sender over the
+ * socket (docs/board-protocol.md, `board.reject`), not over HTTP, so they are
+ * not AppErrors; the gateway sends them as they are.
+ */
+export const BOARD_ERROR_CODES = [
+  'invalid', // fails the operation schema, or breaks a board rule (e.g. deleting the last page)
+  'forbidden', // a teacher-only operation sent by a student
+  'pinned', // a student acting outside the pinned page while a page is pinned
+  'conflict', // an id that exists already (element ids are never reused, deleted ones included)
+  'not_found', // a page that does not exist
+  'too_large', // one element over its byte limit
+  'board_full', // the board's element, byte or page limit would be exceeded
+  'archived', // the lesson was deleted
+  'unavailable', // the operation could not be stored (Postgres); nothing was applied
+] as const;
+export type BoardErrorCode = (typeof BOARD_ERROR_CODES)[number];
+
+export class BoardOpError extends Error {
+  constructor(
+    readonly code: BoardErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const boardError = (code: BoardErrorCode, message: string) => new BoardOpError(code, message);

@@ -1,0 +1,83 @@
+import type { Sql } from '../db/index.js';
+import type { Clock } from '../lib/clock.js';
+import type { BoardElement } from './schema.js';
+import type { BoardHead } from './apply.js';
+import { renderPagePng } from './render/png.js';
+
+export interface Preview {
+  png: Buffer;
+  /** board seq the picture shows */
+  seq: number;
+  page_id: string;
+  rendered_at: Date;
+}
+
+/** The page a preview shows: the pinned page, else the first. */
+export function previewPageId(head: Pick<BoardHead, 'pages' | 'pinned_page_id'>): string {
+  return head.pinned_page_id ?? head.pages[0].id;
+}
+
+/**
+ * Board previews: a PNG of the pinned (else first) page, cached in Postgres
+ * with the board seq it shows. `get` answers the cached picture while it is
+ * current and renders a new one when the board has moved on, so a read is
+ * never stale; gateways call `refresh` a couple of seconds after drawing stops
+ * so that reads usually find a current picture (docs/board.md, "Preview").
+ * Renders of one lesson are single-flight per process.
+ */
+export class PreviewService {
+  private readonly inflight = new Map<string, Promise<Preview | null>>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly width: number,
+  ) {}
+
+  /** The current preview, or null while the board has never had content (404 no_preview). */
+  get(lessonId: string): Promise<Preview | null> {
+    const running = this.inflight.get(lessonId);
+    if (running) return running;
+    const p = this.getOrRender(lessonId).finally(() => this.inflight.delete(lessonId));
+    this.inflight.set(lessonId, p);
+    return p;
+  }
+
+  /** Brings the stored preview up to date (no-op when it is). */
+  async refresh(lessonId: string): Promise<void> {
+    await this.get(lessonId);
+  }
+
+  private async getOrRender(lessonId: string): Promise<Preview | null> {
+    const [row] = await this.sql<{ seq: number; first_content_seq: number | null; p_seq: number | null; png: Buffer | null; page_id: string | null; rendered_at: Date | null }[]>`
+      SELECT b.seq, b.first_content_seq, p.seq AS p_seq, p.png, p.page_id, p.rendered_at
+      FROM boards b LEFT JOIN board_previews p ON p.lesson_id = b.lesson_id
+      WHERE b.lesson_id = ${lessonId}`;
+    if (!row || row.first_content_seq === null) return null;
+    if (row.p_seq !== null && row.p_seq >= row.seq) {
+      return { png: row.png!, seq: row.p_seq, page_id: row.page_id!, rendered_at: row.rendered_at! };
+    }
+    // Head and elements from one snapshot, so the picture is exactly board state `seq`.
+    const { seq, pageId, elements } = await this.sql.begin('isolation level repeatable read read only', async (tx) => {
+      const [head] = await tx<(Pick<BoardHead, 'pages' | 'pinned_page_id'> & { seq: number })[]>`
+        SELECT seq, pages, pinned_page_id FROM boards WHERE lesson_id = ${lessonId}`;
+      const pageId = previewPageId(head);
+      const els = await tx<{ data: BoardElement }[]>`
+        SELECT data FROM board_elements WHERE lesson_id = ${lessonId} AND page_id = ${pageId} AND NOT deleted
+        ORDER BY z, element_id`;
+      return { seq: head.seq, pageId, elements: els.map((e) => e.data) };
+    });
+    const t0 = performance.now();
+    const { png } = await renderPagePng(elements, this.width);
+    const renderMs = Math.round(performance.now() - t0);
+    const at = this.clock.now();
+    // Two renderers may race (two nodes, or a node and the API): the newer seq wins.
+    await this.sql`
+      INSERT INTO board_previews (lesson_id, seq, page_id, png, render_ms, rendered_at)
+      VALUES (${lessonId}, ${seq}, ${pageId}, ${png}, ${renderMs}, ${at})
+      ON CONFLICT (lesson_id) DO UPDATE SET seq = EXCLUDED.seq, page_id = EXCLUDED.page_id, png = EXCLUDED.png,
+        render_ms = EXCLUDED.render_ms, rendered_at = EXCLUDED.rendered_at
+      WHERE board_previews.seq < EXCLUDED.seq`;
+    return { png, seq, page_id: pageId, rendered_at: at };
+  }
+}

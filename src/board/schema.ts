@@ -1,0 +1,157 @@
+import { z } from 'zod';
+import { BOARD_LIMITS as L } from './limits.js';
+
+/**
+ * The board's own element and operation format, version 1
+ * (docs/snapshot-format.md). The same schemas validate operations on the
+ * server, type the participant page (web/), and describe the snapshot in the
+ * OpenAPI document. This module imports nothing but zod so the page can bundle it.
+ */
+export const SNAPSHOT_FORMAT = 'lesson-board';
+export const SNAPSHOT_VERSION = 1;
+
+export const IdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'id: 1-64 chars of A-Z a-z 0-9 _ -');
+/** Fractional index: stacking order within a page, compared as plain bytes. */
+export const ZSchema = z.string().regex(/^[0-9A-Za-z]{1,80}$/, 'z: 1-80 base62 chars');
+const coord = z.number().finite().min(-L.coordinate).max(L.coordinate);
+const size = z.number().finite().min(0).max(L.size);
+const color = z.string().regex(/^(#[0-9a-fA-F]{6}|transparent)$/, 'colour: #rrggbb or transparent');
+const point = z.tuple([coord, coord]);
+/** freehand points may carry a pen pressure 0..1 as a third value */
+const penPoint = z.union([z.tuple([coord, coord]), z.tuple([coord, coord, z.number().min(0).max(1)])]);
+
+export const StyleSchema = z
+  .object({
+    stroke: color.default('#1e1e1e'),
+    fill: color.default('transparent'),
+    stroke_width: z.number().min(0.5).max(32).default(2),
+    stroke_style: z.enum(['solid', 'dashed', 'dotted']).default('solid'),
+    fill_style: z.enum(['solid', 'hachure', 'cross-hatch']).default('solid'),
+    /** percent */
+    opacity: z.number().int().min(0).max(100).default(100),
+  })
+  .strict()
+  .meta({ id: 'BoardStyle' });
+
+const base = {
+  id: IdSchema,
+  page_id: IdSchema,
+  z: ZSchema,
+  x: coord,
+  y: coord,
+  /** rotation in radians, clockwise, around the element's centre */
+  angle: z.number().finite().min(-10).max(10).default(0),
+  style: StyleSchema.default(StyleSchema.parse({})),
+  locked: z.boolean().default(false),
+};
+
+export const FreehandSchema = z
+  .object({ ...base, type: z.literal('freehand'), points: z.array(penPoint).min(1).max(L.freehandPoints) })
+  .strict();
+export const ShapeSchema = z
+  .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size })
+  .strict();
+const arrowhead = z.enum(['none', 'arrow', 'triangle', 'dot', 'bar']);
+export const LineSchema = z
+  .object({
+    ...base,
+    type: z.enum(['line', 'arrow']),
+    points: z.array(point).min(2).max(L.linePoints),
+    start_arrowhead: arrowhead.default('none'),
+    end_arrowhead: arrowhead.default('none'),
+  })
+  .strict();
+export const TextSchema = z
+  .object({
+    ...base,
+    type: z.literal('text'),
+    text: z.string().min(1).max(L.textChars),
+    font_size: z.number().min(4).max(400).default(20),
+    font_family: z.enum(['hand', 'sans', 'code']).default('hand'),
+    align: z.enum(['left', 'center', 'right']).default('left'),
+    width: size,
+    height: size,
+  })
+  .strict();
+export const FormulaSchema = z
+  .object({
+    ...base,
+    type: z.literal('formula'),
+    latex: z.string().min(1).max(L.latexChars),
+    font_size: z.number().min(4).max(400).default(24),
+    width: size,
+    height: size,
+  })
+  .strict();
+export const VectorSchema = z
+  .object({
+    ...base,
+    type: z.literal('vector'),
+    /** the vector runs from (x, y) to (x + dx, y + dy) */
+    dx: coord,
+    dy: coord,
+    label: z.string().max(L.labelChars).default(''),
+    magnitude: z.number().finite().nullable().default(null),
+    unit: z.string().max(L.unitChars).default(''),
+  })
+  .strict();
+
+const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema] as const;
+export const ElementSchema = z.union(shapes).meta({ id: 'BoardElement' });
+export type BoardElement = z.infer<typeof ElementSchema>;
+export type ElementType = BoardElement['type'];
+
+export const PageSchema = z
+  .object({ id: IdSchema, name: z.string().trim().min(1).max(L.pageName) })
+  .strict()
+  .meta({ id: 'BoardPage' });
+export type BoardPage = z.infer<typeof PageSchema>;
+
+// ---- operations: one schema per operation type ----
+
+const elements = z.array(ElementSchema).min(1).max(L.elementsPerOp);
+export const ElementAddOp = z.object({ type: z.literal('element.add'), elements }).strict();
+export const ElementUpdateOp = z.object({ type: z.literal('element.update'), elements }).strict();
+export const ElementDeleteOp = z
+  .object({ type: z.literal('element.delete'), ids: z.array(IdSchema).min(1).max(L.elementsPerOp) })
+  .strict();
+export const PageAddOp = z
+  .object({ type: z.literal('page.add'), page: PageSchema, after_page_id: IdSchema.nullable().default(null) })
+  .strict();
+export const PageRenameOp = z.object({ type: z.literal('page.rename'), page_id: IdSchema, name: PageSchema.shape.name }).strict();
+export const PageDeleteOp = z.object({ type: z.literal('page.delete'), page_id: IdSchema }).strict();
+export const PageReorderOp = z
+  .object({ type: z.literal('page.reorder'), page_ids: z.array(IdSchema).min(1).max(L.pages) })
+  .strict();
+export const PagePinOp = z.object({ type: z.literal('page.pin'), page_id: IdSchema.nullable() }).strict();
+
+export const BoardOpSchema = z
+  .discriminatedUnion('type', [ElementAddOp, ElementUpdateOp, ElementDeleteOp, PageAddOp, PageRenameOp, PageDeleteOp, PageReorderOp, PagePinOp])
+  .meta({ id: 'BoardOperation' });
+export type BoardOp = z.infer<typeof BoardOpSchema>;
+export type BoardOpType = BoardOp['type'];
+
+/** An operation as committed: its place in the lesson's order. */
+export interface SequencedOp {
+  seq: number;
+  op: BoardOp;
+  /** opaque id of the connection that sent it (the gateway's choice), so it can ack its sender instead of echoing */
+  origin?: string;
+}
+
+export const SnapshotSchema = z
+  .object({
+    format: z.literal(SNAPSHOT_FORMAT),
+    version: z.literal(SNAPSHOT_VERSION),
+    lesson_id: z.string(),
+    seq: z.number().int().describe('sequence number of the last operation included'),
+    updated_at: z.iso.datetime().nullable(),
+    pinned_page_id: z.string().nullable(),
+    pages: z.array(PageSchema),
+    elements: z.array(ElementSchema).describe('per page in stacking order (bottom first)'),
+  })
+  .meta({ id: 'BoardSnapshot' });
+export type Snapshot = z.infer<typeof SnapshotSchema>;
+
+/** The page every board starts with; a fixed id, so concurrent first writers agree. */
+export const DEFAULT_PAGES: BoardPage[] = [{ id: 'page-1', name: 'Page 1' }];

@@ -1,0 +1,187 @@
+import type { Redis } from 'ioredis';
+import type { Deps } from '../deps.js';
+import { randomBase62 } from '../lib/crypto.js';
+import type { Actor } from './apply.js';
+import { boardError } from './errors.js';
+import { LessonFeed, type BoardListener } from './feed.js';
+import { PreviewService } from './preview.js';
+import { BoardRoom, type Ack } from './room.js';
+import { BoardOpSchema, type SequencedOp } from './schema.js';
+import { BoardStore, type BoardRead } from './store.js';
+
+export interface BoardServiceOptions {
+  /** most operations committed in one transaction */
+  maxBatch: number;
+  /** how long a node waits for a missing seq before its listeners resync */
+  gapMs: number;
+  /** a preview is re-rendered this long after a lesson's last change on this node */
+  previewDebounceMs: number;
+  previewWidth: number;
+}
+
+interface RelayMessage {
+  /** node that committed (its own messages are delivered locally, not through Redis) */
+  n: string;
+  ops: SequencedOp[];
+}
+
+/**
+ * The board of every lesson on one node: what a gateway calls
+ * (docs/board.md, "Wiring into the gateway").
+ *
+ * - `submit` validates an operation (zod, size limits), has it sequenced and
+ *   stored by the lesson's BoardRoom, and resolves once it is durable.
+ * - `join` gives a local listener every committed operation of a lesson, in
+ *   order, whichever node committed it (Redis pub/sub carries them between
+ *   nodes; Postgres decided the order).
+ * - `read` serves the board state for a new or reconnecting client.
+ * Previews are refreshed a little after each lesson's changes stop.
+ */
+export class BoardService {
+  readonly nodeId = randomBase62(12);
+  readonly store: BoardStore;
+  readonly previews: PreviewService;
+  private readonly opts: BoardServiceOptions;
+  private readonly rooms = new Map<string, BoardRoom>();
+  private readonly feeds = new Map<string, LessonFeed>();
+  private readonly previewTimers = new Map<string, NodeJS.Timeout>();
+  private readonly sub: Redis;
+  private readonly log: Deps['log'];
+  private closed = false;
+
+  constructor(
+    private readonly deps: Pick<Deps, 'sql' | 'redis' | 'clock' | 'log' | 'config'>,
+    opts: Partial<BoardServiceOptions> = {},
+  ) {
+    this.opts = {
+      maxBatch: opts.maxBatch ?? 200,
+      gapMs: opts.gapMs ?? deps.config.BOARD_RELAY_GAP_MS,
+      previewDebounceMs: opts.previewDebounceMs ?? deps.config.BOARD_PREVIEW_DEBOUNCE_MS,
+      previewWidth: opts.previewWidth ?? deps.config.BOARD_PREVIEW_WIDTH,
+    };
+    this.log = deps.log.child({ component: 'board' });
+    this.store = new BoardStore(deps.sql);
+    this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth);
+    this.sub = deps.redis.duplicate();
+    this.sub.on('error', (err) => this.log.warn({ err: err.message }, 'board relay: redis error'));
+    this.sub.on('message', (channel: string, message: string) => this.onRelay(channel, message));
+  }
+
+  /** Redis pub/sub channels are not covered by ioredis' keyPrefix: prefix them ourselves. */
+  private channel(lessonId: string): string {
+    return `${this.deps.config.REDIS_KEY_PREFIX}board:${lessonId}`;
+  }
+
+  /**
+   * Validates and applies one operation sent by a participant. `raw` is the
+   * parsed JSON of the operation; `origin` is an opaque id of the sending
+   * connection, handed back on the relayed operation so the gateway can ack
+   * its sender instead of echoing it. Rejects with a BoardOpError.
+   */
+  async submit(lessonId: string, raw: unknown, actor: Actor, origin?: string): Promise<Ack> {
+    if (this.closed) throw boardError('unavailable', 'the board service is stopping');
+    const parsed = BoardOpSchema.safeParse(raw);
+    if (!parsed.success) {
+      const first = parsed.error.issues[0];
+      const tooBig = parsed.error.issues.some((i) => i.code === 'too_big');
+      throw boardError(tooBig ? 'too_large' : 'invalid', `${first.path.join('.') || 'op'}: ${first.message}`);
+    }
+    let room = this.rooms.get(lessonId);
+    if (!room) {
+      room = new BoardRoom(lessonId, this.store, {
+        maxBatch: this.opts.maxBatch,
+        now: () => this.deps.clock.now(),
+        onCommitted: (ops) => this.onCommitted(lessonId, ops),
+      });
+      this.rooms.set(lessonId, room);
+    }
+    try {
+      return await room.submit(parsed.data, actor, origin);
+    } finally {
+      if (room.idle && this.rooms.get(lessonId) === room) this.rooms.delete(lessonId);
+    }
+  }
+
+  /** Board state for a client: everything, or what changed after `since` (docs/board-protocol.md, `board.sync`). */
+  read(lessonId: string, since?: number): Promise<BoardRead> {
+    return this.store.read(lessonId, since);
+  }
+
+  /**
+   * Starts relaying a lesson's operations to a local listener (the gateway
+   * calls it when a participant of the lesson connects to this node). Resolves
+   * with the seq the feed stands at; `leave` stops it.
+   */
+  async join(lessonId: string, listener: BoardListener): Promise<{ seq: number; leave: () => void }> {
+    let feed = this.feeds.get(lessonId);
+    if (!feed) {
+      const created = new LessonFeed(this.opts.gapMs, async () => (await this.store.head(this.deps.sql, lessonId))?.seq ?? 0);
+      feed = created;
+      this.feeds.set(lessonId, created);
+      // Subscribe first, then read the seq: every commit after the read is published after we listen.
+      await this.sub.subscribe(this.channel(lessonId));
+      const head = await this.store.head(this.deps.sql, lessonId);
+      created.start(head?.seq ?? 0);
+    }
+    feed.listeners.add(listener);
+    const f = feed;
+    return {
+      seq: f.seq ?? 0,
+      leave: () => {
+        f.listeners.delete(listener);
+        if (f.listeners.size === 0 && this.feeds.get(lessonId) === f) {
+          f.close();
+          this.feeds.delete(lessonId);
+          void this.sub.unsubscribe(this.channel(lessonId)).catch(() => {});
+        }
+      },
+    };
+  }
+
+  private onCommitted(lessonId: string, ops: SequencedOp[]): void {
+    this.feeds.get(lessonId)?.push(ops);
+    const msg: RelayMessage = { n: this.nodeId, ops };
+    this.deps.redis.publish(this.channel(lessonId), JSON.stringify(msg)).catch((err: Error) => {
+      // Other nodes notice the gap with the next operation and resync their clients from Postgres.
+      this.log.warn({ lessonId, err: err.message }, 'board relay: publish failed');
+    });
+    this.schedulePreview(lessonId);
+  }
+
+  private onRelay(channel: string, message: string): void {
+    const prefix = this.channel('');
+    if (!channel.startsWith(prefix)) return;
+    const feed = this.feeds.get(channel.slice(prefix.length));
+    if (!feed) return;
+    try {
+      const msg = JSON.parse(message) as RelayMessage;
+      if (msg.n !== this.nodeId) feed.push(msg.ops);
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'board relay: unreadable message');
+    }
+  }
+
+  private schedulePreview(lessonId: string): void {
+    const prev = this.previewTimers.get(lessonId);
+    if (prev) clearTimeout(prev);
+    const t = setTimeout(() => {
+      this.previewTimers.delete(lessonId);
+      this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lessonId, err: err.message }, 'preview render failed'));
+    }, this.opts.previewDebounceMs);
+    t.unref();
+    this.previewTimers.set(lessonId, t);
+  }
+
+  /** Stops: waits for queued operations, renders pending previews, drops subscriptions. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.rooms.values()].map((r) => r.settled()));
+    const pending = [...this.previewTimers.keys()];
+    for (const t of this.previewTimers.values()) clearTimeout(t);
+    this.previewTimers.clear();
+    await Promise.allSettled(pending.map((id) => this.previews.refresh(id)));
+    for (const f of this.feeds.values()) f.close();
+    this.feeds.clear();
+    this.sub.disconnect();
+  }
+}
