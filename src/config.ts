@@ -44,6 +44,10 @@ export const ConfigSchema = z.object({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
   WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
+  // Board (docs/board.md)
+  BOARD_PREVIEW_DEBOUNCE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
+  BOARD_PREVIEW_WIDTH: z.coerce.number().int().min(64).max(2048).default(800),
+  BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500),
   // Video call
   ICE_SERVERS: z
     .string()
