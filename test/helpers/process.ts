@@ -3,6 +3,24 @@ import { createServer } from 'node:net';
 import { afterAll } from 'vitest';
 import { testEnv } from './deps.js';
 
+const children = new Set<ChildProcess>();
+// Registered when a test file imports this helper: every child it started is
+// killed when the file ends (an afterAll inside a test body would not run),
+// and on exit of the worker as a backstop.
+afterAll(async () => {
+  await Promise.all([...children].map((c) => killAndWait(c, 'SIGKILL')));
+});
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill(signal);
+  await exited;
+}
+
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -30,16 +48,12 @@ export async function spawnService(env: Record<string, string>, readyUrl: string
     env: { ...process.env, ...testEnv(env) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill(signal);
-    await exited;
-  };
-  afterAll(() => stop('SIGKILL'));
+  const stop = (signal: NodeJS.Signals = 'SIGTERM') => killAndWait(child, signal);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited early:\n${out}`);
