@@ -72,7 +72,8 @@ export async function playTimeline(
     const at = new Date(step.at);
     switch (step.kind) {
       case 'start': {
-        const { session } = await ensureSessionStarted(sql, { lessonId: step.plan.lessonId, at, people: step.plan.people?.[0] ?? 2 });
+        const { session, started } = await ensureSessionStarted(sql, { lessonId: step.plan.lessonId, at, people: step.plan.people?.[0] ?? 2 });
+        if (!started) throw new Error(`plan ${step.idx}: lesson ${step.plan.lessonId} already has a running session`);
         ids[step.idx] = session.id;
         break;
       }
