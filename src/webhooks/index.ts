@@ -1,6 +1,15 @@
 import type { Deps } from '../deps.js';
+import { Dispatcher } from './dispatcher.js';
 
-/** The webhook dispatcher (placeholder until the webhooks issue lands). */
-export async function startDispatcher(_deps: Deps): Promise<{ close: () => Promise<void> }> {
-  return { close: async () => {} };
+export { Dispatcher };
+
+/**
+ * The webhook dispatcher role (ROLES includes `dispatcher`). Any number of
+ * dispatcher processes may run against one Postgres; they share the work.
+ * `wake` and `id` are extras for tests and benchmarks.
+ */
+export async function startDispatcher(deps: Deps): Promise<{ close: () => Promise<void>; wake: () => void; id: number }> {
+  const d = new Dispatcher(deps);
+  await d.start();
+  return { close: () => d.close(), wake: () => d.wake(), id: d.id };
 }

@@ -5,9 +5,11 @@ import { callsRoutes } from './calls/calls.js';
 import { lessonRoutes } from './lessons/lessons.js';
 import { linkRoutes } from './links/links.js';
 import { usageRoutes } from './usage/usage.js';
+import { webhookRoutes } from './webhook/webhook.js';
+import { eventRoutes } from './events/events.js';
 
 /**
  * Every partner route, in one list: the router mounts these and the OpenAPI
  * document is generated from them. A new route group adds one line here.
  */
-export const partnerRoutes: RouteDef[] = [...lessonRoutes, ...linkRoutes, ...balanceRoutes, ...boardRoutes, ...usageRoutes, ...callsRoutes];
+export const partnerRoutes: RouteDef[] = [...lessonRoutes, ...linkRoutes, ...balanceRoutes, ...boardRoutes, ...usageRoutes, ...callsRoutes, ...webhookRoutes, ...eventRoutes];

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import type { ConfiguredWebhook } from '../../webhooks/endpoint.js';
+import type { DeliveryAttempt } from '../../webhooks/events.js';
+
+export const WebhookSchema = z
+  .object({
+    url: z.string(),
+    secret: z.string().describe('whsec_...; returned only in this response'),
+  })
+  .meta({ id: 'Webhook' });
+
+export function presentWebhook(w: ConfiguredWebhook): z.infer<typeof WebhookSchema> {
+  return { url: w.url, secret: w.secret };
+}
+
+export const DeliveryAttemptSchema = z
+  .object({
+    id: z.number().int().describe('attempt id; the cursor for `after`'),
+    event_id: z.number().int(),
+    attempt: z.number().int().describe('1-9 within its round'),
+    url: z.string(),
+    address: z.string().nullable().describe('the checked IP address the request went to'),
+    attempted_at: z.iso.datetime(),
+    duration_ms: z.number().int(),
+    status_code: z.number().int().nullable().describe('null when no response status was received'),
+    error: z.string().nullable().describe('timeout, connection_refused, connection_reset, tls_error: ..., address_rejected: ..., ...'),
+    delivered: z.boolean(),
+  })
+  .meta({ id: 'DeliveryAttempt' });
+
+export function presentAttempt(a: DeliveryAttempt): z.infer<typeof DeliveryAttemptSchema> {
+  return {
+    id: a.id,
+    event_id: a.event_id,
+    attempt: a.attempt,
+    url: a.url,
+    address: a.address,
+    attempted_at: a.attempted_at.toISOString(),
+    duration_ms: a.duration_ms,
+    status_code: a.status_code,
+    error: a.error,
+    delivered: a.delivered,
+  };
+}

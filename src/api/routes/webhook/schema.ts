@@ -1,0 +1,12 @@
+import { z } from 'zod';
+
+/** Any string is read as an address; one the rules refuse answers 400 bad_url (not 422). */
+export const WebhookPutSchema = z
+  .object({ url: z.string().describe('https:// address, public, at most 2,048 characters, no credentials') })
+  .meta({ id: 'WebhookPut' });
+
+export const DeliveriesQuery = z.object({
+  event_id: z.coerce.number().int().positive().optional().describe('only the attempts of this event'),
+  after: z.coerce.number().int().min(0).default(0).describe('the last attempt id of the previous page'),
+  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('page size, 1-1000'),
+});

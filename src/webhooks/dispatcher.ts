@@ -1,0 +1,246 @@
+import postgres from 'postgres';
+import type { Deps } from '../deps.js';
+import type { Logger } from '../logger.js';
+import { claimDue, DISPATCHER_LOCK_CLASS, EVENTS_CHANNEL, nextState, recordResults, type AttemptResult, type ClaimedDelivery } from './queue.js';
+import { webhookRuntime, type WebhookRuntime } from './runtime.js';
+import { Sender } from './sender.js';
+
+/** Most rows claimed by one query, and most results written by one query. */
+const CLAIM_BATCH = 200;
+const FLUSH_BATCH = 500;
+/** A claim older than the attempt time-out plus this is taken over even from a live dispatcher. */
+const LEASE_MARGIN_MS = 60_000;
+const HEARTBEAT_MS = 5_000;
+
+/**
+ * One webhook dispatcher. Postgres drives everything: LISTEN wakes it when an
+ * event commits, a poll every WEBHOOK_POLL_MS is the backstop (and finds
+ * retries that came due), claims are batched, results are batched.
+ *
+ * Liveness: at start the dispatcher takes a number and holds the session
+ * advisory lock (DISPATCHER_LOCK_CLASS, number) on a connection of its own.
+ * Rows it claims carry that number; when the process dies its connection closes,
+ * the lock goes, and any dispatcher's next claim takes the rows over and retries
+ * the attempt. While it lives, nobody else sends what it claimed.
+ */
+export class Dispatcher {
+  private number = 0;
+  private lockSql!: postgres.Sql;
+  private readonly sender: Sender;
+  private readonly log: Logger;
+  private readonly runtime: WebhookRuntime;
+  private unlisten: (() => Promise<void>) | undefined;
+  private timers: NodeJS.Timeout[] = [];
+
+  private inFlight = 0;
+  private readonly perPartner = new Map<string, number>();
+  private readonly sends = new Set<Promise<void>>();
+  private pumping = false;
+  private pumpAgain = false;
+  private results: AttemptResult[] = [];
+  private flushing: Promise<void> | null = null;
+  private flushQueued = false;
+  private closed = false;
+
+  constructor(private readonly deps: Deps) {
+    this.log = deps.log.child({ component: 'dispatcher' });
+    this.runtime = webhookRuntime(deps);
+    this.sender = new Sender({
+      policy: this.runtime.policy,
+      timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
+      connections: deps.config.WEBHOOK_CONCURRENCY,
+      ca: this.runtime.ca,
+    });
+  }
+
+  /** This dispatcher's number (in the delivery log's `dispatcher` column). */
+  get id(): number {
+    return this.number;
+  }
+
+  async start(): Promise<void> {
+    const { config } = this.deps;
+    if (config.WEBHOOK_ALLOW_HOSTS.length > 0) {
+      this.log.warn({ hosts: config.WEBHOOK_ALLOW_HOSTS }, 'WEBHOOK_ALLOW_HOSTS is set: these hosts skip the https and public-address rules (development and tests only)');
+    }
+    if (!this.runtime.secrets.encrypts) {
+      this.log.warn('WEBHOOK_SECRET_KEYS is not set: webhook secrets are stored unencrypted');
+    }
+    // Its own connection, never idle-closed or recycled: losing it would drop the lock.
+    this.lockSql = postgres(config.DATABASE_URL, { max: 1, idle_timeout: 0, max_lifetime: 0, onnotice: () => {} });
+    const [row] = await this.lockSql<{ n: number }[]>`SELECT nextval('webhook_dispatcher_seq')::integer AS n`;
+    this.number = row.n;
+    await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
+
+    const listener = await this.deps.sql.listen(EVENTS_CHANNEL, () => this.wake(), () => this.wake());
+    this.unlisten = listener.unlisten;
+    this.timers.push(setInterval(() => this.wake(), config.WEBHOOK_POLL_MS));
+    this.timers.push(setInterval(() => void this.heartbeat(), HEARTBEAT_MS));
+    this.log.info({ dispatcher: this.number }, 'dispatcher started');
+    this.wake();
+  }
+
+  /** Looks for due deliveries now (also called by tests after moving a ManualClock). */
+  wake(): void {
+    if (this.closed) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    void this.pump();
+  }
+
+  /** Stops claiming, lets attempts in flight finish (each is bounded by the time-out), writes their results. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.unlisten?.().catch(() => {});
+    await Promise.allSettled([...this.sends]);
+    for (let i = 0; i < 5 && (this.results.length > 0 || this.flushing); i++) {
+      await (this.flushing ?? this.flush());
+    }
+    await this.sender.close();
+    await this.lockSql.end({ timeout: 5 }).catch(() => {});
+    this.log.info({ dispatcher: this.number }, 'dispatcher stopped');
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        const free = this.deps.config.WEBHOOK_CONCURRENCY - this.inFlight;
+        if (free <= 0) break; // a finishing send wakes us
+        const limit = Math.min(free, CLAIM_BATCH);
+        const max = this.deps.config.WEBHOOK_PARTNER_CONCURRENCY;
+        const busy = [...this.perPartner].map(([partner_id, n]) => ({ partner_id, free: Math.max(0, max - n) }));
+        const claimed = await claimDue(this.deps.sql, {
+          dispatcher: this.number,
+          now: this.deps.clock.now(),
+          limit,
+          perPartner: max,
+          busy,
+          leaseMs: this.deps.config.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS,
+        });
+        for (const d of claimed) this.startSend(d);
+        if (claimed.length === limit) this.pumpAgain = true;
+      } while (this.pumpAgain && !this.closed);
+    } catch (err) {
+      // Postgres unreachable: the poll tries again.
+      this.log.error({ err: errText(err) }, 'claiming deliveries failed');
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private startSend(d: ClaimedDelivery): void {
+    this.inFlight++;
+    this.perPartner.set(d.partner_id, (this.perPartner.get(d.partner_id) ?? 0) + 1);
+    const p = this.send(d).finally(() => {
+      this.inFlight--;
+      const n = (this.perPartner.get(d.partner_id) ?? 1) - 1;
+      if (n <= 0) this.perPartner.delete(d.partner_id);
+      else this.perPartner.set(d.partner_id, n);
+      this.sends.delete(p);
+    });
+    this.sends.add(p);
+  }
+
+  private async send(d: ClaimedDelivery): Promise<void> {
+    const attempt = d.attempts + 1;
+    const at = this.deps.clock.now();
+    let result: AttemptResult;
+    try {
+      const secret = this.runtime.secrets.open(d.secret, d.partner_id);
+      const out = await this.sender.send({ url: d.url, secret, at, event: { id: d.event_id, type: d.type, created_at: d.created_at, data: d.data } });
+      const finished = this.deps.clock.now();
+      result = {
+        event_id: d.event_id,
+        partner_id: d.partner_id,
+        round: d.round,
+        attempt,
+        url: d.url,
+        address: out.address,
+        attempted_at: at.toISOString(),
+        duration_ms: out.durationMs,
+        status_code: out.statusCode,
+        error: out.error,
+        delivered: out.delivered,
+        ...nextState(out.delivered, attempt, finished, this.deps.config.WEBHOOK_RETRY_SCHEDULE),
+      };
+      if (!out.delivered) {
+        this.log.debug({ event_id: d.event_id, attempt, status: out.statusCode, error: out.error }, 'delivery attempt failed');
+      }
+    } catch (err) {
+      // Only a secret that cannot be opened gets here (e.g. its key was removed): a failed attempt.
+      this.log.error({ event_id: d.event_id, err: errText(err) }, 'delivery attempt could not be made');
+      result = {
+        event_id: d.event_id,
+        partner_id: d.partner_id,
+        round: d.round,
+        attempt,
+        url: d.url,
+        address: null,
+        attempted_at: at.toISOString(),
+        duration_ms: 0,
+        status_code: null,
+        error: 'internal_error',
+        delivered: false,
+        ...nextState(false, attempt, this.deps.clock.now(), this.deps.config.WEBHOOK_RETRY_SCHEDULE),
+      };
+    }
+    this.results.push(result);
+    this.queueFlush();
+  }
+
+  /** Results are written together: everything that finished while the previous write ran. */
+  private queueFlush(): void {
+    if (this.flushQueued || this.flushing) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      void this.flush();
+    });
+  }
+
+  private flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    const batch = this.results.splice(0, FLUSH_BATCH);
+    if (batch.length === 0) return Promise.resolve();
+    this.flushing = (async () => {
+      try {
+        await recordResults(this.deps.sql, this.number, batch);
+      } catch (err) {
+        // Keep them; the claims stay ours meanwhile, so nobody sends these again.
+        this.results.unshift(...batch);
+        this.log.error({ err: errText(err), results: batch.length }, 'writing delivery results failed; retrying');
+        await new Promise((r) => setTimeout(r, 1000));
+      } finally {
+        this.flushing = null;
+      }
+      if (this.results.length > 0) this.queueFlush();
+      this.wake(); // capacity was freed and claims released
+    })();
+    return this.flushing;
+  }
+
+  /** Re-takes the liveness lock if its connection was lost and re-established. */
+  private async heartbeat(): Promise<void> {
+    try {
+      const [row] = await this.lockSql<{ held: boolean; taken: boolean }[]>`
+        SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'
+                         AND classid = ${DISPATCHER_LOCK_CLASS}::bigint::oid AND objid = ${this.number}::bigint::oid AND objsubid = 2) AS held`;
+      if (!row.held) {
+        await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
+        this.log.warn({ dispatcher: this.number }, 'liveness lock was lost with its connection and is taken again');
+      }
+    } catch (err) {
+      this.log.error({ err: errText(err) }, 'dispatcher heartbeat failed');
+    }
+  }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

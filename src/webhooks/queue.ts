@@ -1,0 +1,146 @@
+import type { Sql } from '../db/index.js';
+
+/**
+ * The delivery queue in Postgres (migrations/003_webhooks.sql): claiming due
+ * deliveries and writing attempt results, both in batches so one dispatcher
+ * keeps up with thousands of deliveries a second.
+ */
+
+/** Channel that recordEvent (src/events/outbox.ts) and redeliver notify after commit. */
+export const EVENTS_CHANNEL = 'events_new';
+
+/** First key of every dispatcher's liveness advisory lock; the second is its number. */
+export const DISPATCHER_LOCK_CLASS = 7243004;
+
+export interface ClaimedDelivery {
+  event_id: number;
+  partner_id: string;
+  round: number;
+  /** attempts already made in this round; this attempt is number attempts + 1 */
+  attempts: number;
+  type: string;
+  data: unknown;
+  created_at: Date;
+  url: string;
+  /** sealed (SecretBox) */
+  secret: string;
+}
+
+export interface ClaimRequest {
+  dispatcher: number;
+  now: Date;
+  /** at most this many rows */
+  limit: number;
+  /** at most this many rows of a partner not listed in `busy` */
+  perPartner: number;
+  /** partners with sends in flight here, and how many more each may take (0 = skip) */
+  busy: { partner_id: string; free: number }[];
+  /** a claim older than this (database time) is taken over even from a live dispatcher */
+  leaseMs: number;
+}
+
+/**
+ * Claims due deliveries with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
+ * never claim the same row. A row still claimed by another dispatcher is taken
+ * over only when that dispatcher's advisory lock is gone (it died: the attempt
+ * is retried with the same attempt number) or its lease ran out.
+ * Rows are scanned in due order; partners at their limit are skipped in the scan
+ * so one partner's backlog does not hide the others' events.
+ */
+export async function claimDue(sql: Sql, req: ClaimRequest): Promise<ClaimedDelivery[]> {
+  const busy = sql.json(req.busy as never);
+  return sql<ClaimedDelivery[]>`
+    WITH live AS MATERIALIZED (
+      SELECT coalesce(array_agg(objid::bigint::integer), '{}') AS ids FROM pg_locks
+      WHERE locktype = 'advisory' AND classid = ${DISPATCHER_LOCK_CLASS}::bigint::oid AND objsubid = 2 AND granted
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    ),
+    busy AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${busy}::jsonb) AS b(partner_id text, free integer)
+    ),
+    cand AS (
+      SELECT d.event_id, d.partner_id, d.next_attempt_at FROM webhook_deliveries d
+      WHERE d.state = 'pending' AND d.next_attempt_at <= ${req.now}
+        AND d.partner_id NOT IN (SELECT partner_id FROM busy WHERE free <= 0)
+        AND (d.claimed_by IS NULL
+             OR d.claimed_by <> ALL ((SELECT ids FROM live)::integer[])
+             OR d.claimed_at < clock_timestamp() - make_interval(secs => ${req.leaseMs / 1000}))
+      ORDER BY d.next_attempt_at, d.event_id
+      LIMIT ${req.limit * 4}
+      FOR UPDATE OF d SKIP LOCKED
+    ),
+    picked AS (
+      SELECT r.event_id FROM (
+        SELECT c.*, row_number() OVER (PARTITION BY c.partner_id ORDER BY c.next_attempt_at, c.event_id) AS rn FROM cand c
+      ) r LEFT JOIN busy b ON b.partner_id = r.partner_id
+      WHERE r.rn <= coalesce(b.free, ${req.perPartner})
+      ORDER BY r.next_attempt_at, r.event_id
+      LIMIT ${req.limit}
+    )
+    UPDATE webhook_deliveries d SET claimed_by = ${req.dispatcher}, claimed_at = clock_timestamp()
+    FROM picked p, events e, webhooks w
+    WHERE d.event_id = p.event_id AND e.id = d.event_id AND w.partner_id = d.partner_id
+    RETURNING d.event_id, d.partner_id, d.round, d.attempts, e.type, e.data, e.created_at, w.url, w.secret`;
+}
+
+export interface AttemptResult {
+  event_id: number;
+  partner_id: string;
+  round: number;
+  attempt: number;
+  url: string;
+  address: string | null;
+  attempted_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  delivered: boolean;
+  /** the row's state after this attempt (same round only) */
+  state: 'pending' | 'delivered' | 'undelivered';
+  next_attempt_at: string | null;
+}
+
+/**
+ * Logs every attempt and releases its claim; the row's state changes only when
+ * it is still in the round the attempt was made in (a redeliver or DELETE
+ * /webhook in the meantime started a new round) and the claim is still ours.
+ */
+export async function recordResults(sql: Sql, dispatcher: number, results: AttemptResult[]): Promise<void> {
+  if (results.length === 0) return;
+  await sql`
+    WITH r AS (
+      SELECT * FROM jsonb_to_recordset(${sql.json(results as never)}::jsonb) AS r(
+        event_id bigint, partner_id text, round integer, attempt integer, url text, address text,
+        attempted_at timestamptz, duration_ms integer, status_code integer, error text, delivered boolean,
+        state text, next_attempt_at timestamptz)
+    ),
+    logged AS (
+      INSERT INTO webhook_attempts (event_id, partner_id, round, attempt, url, address, attempted_at, duration_ms,
+                                    status_code, error, delivered, dispatcher)
+      SELECT event_id, partner_id, round, attempt, url, address, attempted_at, duration_ms, status_code, error, delivered, ${dispatcher}
+      FROM r ORDER BY attempted_at, event_id
+    )
+    UPDATE webhook_deliveries d SET
+      claimed_by = NULL,
+      claimed_at = NULL,
+      state = CASE WHEN d.round = r.round THEN r.state ELSE d.state END,
+      attempts = CASE WHEN d.round = r.round THEN r.attempt ELSE d.attempts END,
+      next_attempt_at = CASE WHEN d.round = r.round THEN r.next_attempt_at ELSE d.next_attempt_at END,
+      last_attempt_at = r.attempted_at,
+      delivered_at = CASE WHEN d.round = r.round AND r.delivered THEN r.attempted_at ELSE d.delivered_at END
+    FROM r
+    WHERE d.event_id = r.event_id AND d.claimed_by = ${dispatcher}`;
+}
+
+/** The state after attempt number `attempt` failed or succeeded (1 + schedule.length attempts in all). */
+export function nextState(
+  delivered: boolean,
+  attempt: number,
+  finishedAt: Date,
+  scheduleSeconds: readonly number[],
+): { state: AttemptResult['state']; next_attempt_at: string | null } {
+  if (delivered) return { state: 'delivered', next_attempt_at: null };
+  const delay = scheduleSeconds[attempt - 1];
+  if (delay === undefined) return { state: 'undelivered', next_attempt_at: null };
+  return { state: 'pending', next_attempt_at: new Date(finishedAt.getTime() + delay * 1000).toISOString() };
+}

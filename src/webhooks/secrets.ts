@@ -1,0 +1,57 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { randomBase62 } from '../lib/crypto.js';
+
+/** `whsec_` + 43 base62 characters: ~256 random bits (the issue asks for at least 192). */
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBase62(43)}`;
+}
+
+/**
+ * Seals webhook secrets at rest. The dispatcher has to sign with the secret
+ * itself, so it cannot be kept as a one-way hash; instead it is encrypted with
+ * AES-256-GCM under the first key of WEBHOOK_SECRET_KEYS, with the partner id as
+ * associated data (a sealed value copied to another partner's row does not
+ * open). Every listed key can open, so keys rotate by putting the new key first.
+ *
+ * Stored forms:
+ *   `gcm1.<key id>.<base64url(iv | ciphertext | tag)>`   key id = 8 hex of sha256(key)
+ *   `plain.<secret>`   only when no key is configured (a warning is logged at start)
+ */
+export class SecretBox {
+  private readonly keys: { id: string; key: Buffer }[];
+
+  constructor(base64Keys: readonly string[]) {
+    this.keys = base64Keys.map((k) => {
+      const key = Buffer.from(k, 'base64');
+      if (key.length !== 32) throw new Error('webhook secret keys must be 32 bytes');
+      return { id: createHash('sha256').update(key).digest('hex').slice(0, 8), key };
+    });
+  }
+
+  get encrypts(): boolean {
+    return this.keys.length > 0;
+  }
+
+  seal(secret: string, partnerId: string): string {
+    const current = this.keys[0];
+    if (!current) return `plain.${secret}`;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', current.key, iv);
+    cipher.setAAD(Buffer.from(partnerId, 'utf8'));
+    const ct = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
+    return `gcm1.${current.id}.${Buffer.concat([iv, ct, cipher.getAuthTag()]).toString('base64url')}`;
+  }
+
+  open(sealed: string, partnerId: string): string {
+    if (sealed.startsWith('plain.')) return sealed.slice('plain.'.length);
+    const [scheme, keyId, payload] = sealed.split('.');
+    if (scheme !== 'gcm1' || !payload) throw new Error('unknown webhook secret format');
+    const entry = this.keys.find((k) => k.id === keyId);
+    if (!entry) throw new Error(`webhook secret sealed with key ${keyId}, which is not in WEBHOOK_SECRET_KEYS`);
+    const raw = Buffer.from(payload, 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', entry.key, raw.subarray(0, 12));
+    decipher.setAAD(Buffer.from(partnerId, 'utf8'));
+    decipher.setAuthTag(raw.subarray(raw.length - 16));
+    return Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8');
+  }
+}
