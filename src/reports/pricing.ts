@@ -16,7 +16,7 @@ export function priceSteps(db: Db, partnerId: string) {
     SELECT at AS valid_from,
            lead(at, 1, 'infinity'::timestamptz) OVER w AS valid_to,
            sum(rub) OVER w AS rub_total,
-           sum(seconds) OVER w AS seconds_total
+           (sum(seconds) OVER w)::bigint AS seconds_total
     FROM (
       SELECT '-infinity'::timestamptz AS at, 0::bigint AS id, 0::numeric AS rub, 0::bigint AS seconds
       UNION ALL
