@@ -1,10 +1,13 @@
 import type { Server } from 'node:http';
 import type { Deps } from './deps.js';
 import { createApiApp } from './api/app.js';
+import { AuthCache } from './api/authCache.js';
 
 /** Starts the partner API on API_PORT; resolves once it listens. */
 export async function startApi(deps: Deps, port = deps.config.API_PORT): Promise<{ server: Server; port: number; close: () => Promise<void> }> {
-  const app = createApiApp(deps);
+  const authCache = new AuthCache(deps);
+  await authCache.start();
+  const app = createApiApp(deps, authCache);
   const server = app.listen(port, deps.config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -16,10 +19,12 @@ export async function startApi(deps: Deps, port = deps.config.API_PORT): Promise
   return {
     server,
     port: actual,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      await authCache.stop();
+    },
   };
 }

@@ -5,6 +5,7 @@ import { Errors } from '../errors.js';
 import { RateLimiter } from '../lib/rateLimiter.js';
 import { randomBase62 } from '../lib/crypto.js';
 import { auth } from './middlewares/auth.js';
+import type { AuthCache } from './authCache.js';
 import { errorHandler } from './middlewares/errorHandler.js';
 import { readJsonBody } from './middlewares/jsonBody.js';
 import { rateLimit } from './middlewares/rateLimit.js';
@@ -20,7 +21,7 @@ export const SERVICE_VERSION = '0.1.0';
  * The Koa app of the partner API. Routes never look at the Host header, so the
  * legacy base address (same path) is served by the same app.
  */
-export function createApiApp(deps: Deps, routes: RouteDef[] = partnerRoutes): Koa<ApiState> {
+export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[] = partnerRoutes): Koa<ApiState> {
   const app = new Koa<ApiState>({ proxy: true });
   const log = deps.log.child({ component: 'api' });
   let lastRedisWarning = 0;
@@ -59,7 +60,7 @@ export function createApiApp(deps: Deps, routes: RouteDef[] = partnerRoutes): Ko
   app.use(publicRouter.routes());
 
   const router = new Router<ApiState>({ prefix: API_PREFIX });
-  router.use(auth, rateLimit(limiter));
+  router.use(auth(authCache), rateLimit(limiter));
   for (const r of routes) {
     const koaPath = r.path.replace(/\{(\w+)\}/g, ':$1');
     router[r.method](koaPath, async (ctx: ApiContext) => {

@@ -19,9 +19,20 @@ export async function createApiKey(db: Db, partnerId: string): Promise<{ id: str
 /** Revokes a key; false when no live key matches. */
 export async function revokeApiKey(db: Db, apiKey: string, at: Date): Promise<boolean> {
   if (!KEY_PATTERN.test(apiKey)) return false;
-  const rows = await db`
-    UPDATE api_keys SET revoked_at = ${at} WHERE key_hash = ${sha256(apiKey)} AND revoked_at IS NULL RETURNING id`;
+  const rows = await db<{ partner_id: string }[]>`
+    UPDATE api_keys SET revoked_at = ${at} WHERE key_hash = ${sha256(apiKey)} AND revoked_at IS NULL RETURNING partner_id`;
+  if (rows.length > 0) await notifyAuthChanged(db, rows[0].partner_id);
   return rows.length > 0;
+}
+
+/**
+ * API processes cache key lookups (src/api/authCache.ts); every change that can
+ * turn a key away (revocation, suspension) notifies them through Postgres, and
+ * the notification is delivered only if the change commits.
+ */
+export const AUTH_CHANGED_CHANNEL = 'auth_changed';
+export async function notifyAuthChanged(db: Db, partnerId: string): Promise<void> {
+  await db`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${partnerId})`;
 }
 
 export interface Authenticated {

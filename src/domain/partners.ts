@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/index.js';
 import { newId } from '../lib/crypto.js';
 import { Errors } from '../errors.js';
+import { notifyAuthChanged } from './apiKeys.js';
 
 export type Plan = 'full' | 'board_only';
 
@@ -36,5 +37,6 @@ export async function setPartnerSuspended(db: Db, id: string, suspended: boolean
   const [p] = await db<Partner[]>`
     UPDATE partners SET suspended_at = ${suspended ? at : null} WHERE id = ${id} RETURNING *`;
   if (!p) throw Errors.notFound('Partner');
+  await notifyAuthChanged(db, id);
   return p;
 }

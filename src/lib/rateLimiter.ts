@@ -21,7 +21,7 @@ local allow_at = new_tat - period
 if now < allow_at then
   return {0, 0, math.ceil(allow_at - now), math.ceil(tat - now)}
 end
-redis.call('SET', key, tostring(new_tat), 'PX', math.ceil(new_tat - now))
+redis.call('SET', key, tostring(new_tat), 'PX', math.max(1, math.ceil(new_tat - now)))
 return {1, math.floor((period - (new_tat - now)) / interval), 0, math.ceil(new_tat - now)}
 `;
 

@@ -1,0 +1,96 @@
+/**
+ * bench/api: autocannon against a running partner API (its own process, ROLES=api,
+ * a seeded partner in a database of its own), and the same load against a bare
+ * Koa "hello" process in the same run.
+ *
+ *   npm run bench:api [-- --seconds 8 --rounds 3 --connections 50]
+ *
+ * Prints req/s and p50/p99 latency per round and the medians, and the ratio of
+ * GET /lessons/{id} throughput to bare Koa's.
+ */
+import { parseArgs } from 'node:util';
+import postgres from 'postgres';
+import autocannon from 'autocannon';
+import { createSql } from '../../src/db/index.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createApiKey } from '../../src/domain/apiKeys.js';
+import { createLesson } from '../../src/domain/lessons.js';
+import { topUp } from '../../src/domain/ledger.js';
+import { createPartner } from '../../src/domain/partners.js';
+import { freePort, median, startProcess } from '../lib/service.js';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '8' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+  },
+});
+const seconds = Number(values.seconds);
+const rounds = Number(values.rounds);
+const connections = Number(values.connections);
+
+const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
+const dbUrl = new URL(baseUrl);
+dbUrl.pathname = `/lessons_bench_api_${process.pid}`;
+const databaseUrl = dbUrl.toString();
+await migrate(databaseUrl);
+const sql = createSql(databaseUrl, { max: 2 });
+const partner = await createPartner(sql, { name: 'bench' });
+const { apiKey } = await createApiKey(sql, partner.id);
+await topUp(sql, { partnerId: partner.id, minutes: 1000, at: new Date() });
+const lesson = await createLesson(sql, partner, { title: 'bench lesson' }, new Date());
+
+const apiPort = await freePort();
+const helloPort = await freePort();
+const env = {
+  DATABASE_URL: databaseUrl,
+  REDIS_KEY_PREFIX: `bench:${process.pid}:`,
+  ROLES: 'api',
+  API_PORT: String(apiPort),
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_MINUTE: '100000000',
+};
+const api = await startProcess('src/main.ts', env, `http://127.0.0.1:${apiPort}/healthz`);
+const hello = await startProcess('bench/api/hello-koa.ts', { PORT: String(helloPort) }, `http://127.0.0.1:${helloPort}/`);
+
+interface Figures { rps: number; p50: number; p99: number; errors: number; non2xx: number }
+async function load(opts: autocannon.Options): Promise<Figures> {
+  const r = await autocannon({ connections, duration: seconds, ...opts });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+}
+
+const auth = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+const results: Record<string, Figures[]> = { 'bare koa GET /': [], 'GET /lessons/{id}': [], 'POST /lessons': [] };
+// warm-up
+await load({ url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons/${lesson.id}`, headers: auth, duration: 2 });
+await load({ url: `http://127.0.0.1:${helloPort}/`, duration: 2 });
+for (let i = 0; i < rounds; i++) {
+  results['bare koa GET /'].push(await load({ url: `http://127.0.0.1:${helloPort}/` }));
+  results['GET /lessons/{id}'].push(await load({ url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons/${lesson.id}`, headers: auth }));
+  results['POST /lessons'].push(
+    await load({ url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons`, method: 'POST', headers: auth, body: JSON.stringify({ title: 'bench' }) }),
+  );
+  for (const [name, list] of Object.entries(results)) {
+    const f = list[list.length - 1];
+    console.log(`round ${i + 1}  ${name.padEnd(20)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms  errors ${f.errors}  non-2xx ${f.non2xx}`);
+  }
+}
+
+console.log(`\nmedians over ${rounds} rounds of ${seconds} s at ${connections} connections:`);
+const med: Record<string, { rps: number; p50: number; p99: number }> = {};
+for (const [name, list] of Object.entries(results)) {
+  med[name] = { rps: median(list.map((f) => f.rps)), p50: median(list.map((f) => f.p50)), p99: median(list.map((f) => f.p99)) };
+  console.log(`${name.padEnd(20)} ${med[name].rps.toFixed(0).padStart(7)} req/s  p50 ${med[name].p50} ms  p99 ${med[name].p99} ms`);
+}
+const ratio = med['GET /lessons/{id}'].rps / med['bare koa GET /'].rps;
+console.log(`GET /lessons/{id} throughput / bare Koa = ${ratio.toFixed(2)} (target >= 0.25); p99 ${med['GET /lessons/{id}'].p99} ms (target < 25 ms)`);
+
+api.kill('SIGTERM');
+hello.kill('SIGTERM');
+await sql.end();
+const admin = postgres(new URL('/postgres', baseUrl).toString(), { max: 1, onnotice: () => {} });
+await new Promise((r) => setTimeout(r, 500));
+await admin.unsafe(`DROP DATABASE IF EXISTS "lessons_bench_api_${process.pid}" WITH (FORCE)`);
+await admin.end();
+process.exit(0);
