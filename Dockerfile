@@ -1,0 +1,18 @@
+# The service image: every role (api, gateway, dispatcher) from one build; ROLES picks.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/migrations ./migrations
+COPY --from=build /app/package.json ./package.json
+USER node
+EXPOSE 8080 8081
+CMD ["node", "dist/src/main.js"]
