@@ -60,7 +60,7 @@ export const ConfigSchema = z.object({
       }
     })
     .pipe(z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() })))
-    .default([{ urls: 'stun:stun.l.google.com:19302' }]),
+    .default([]),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
