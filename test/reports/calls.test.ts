@@ -70,6 +70,17 @@ describe('GET /calls', () => {
     expect(second.body.items).toEqual([]);
   });
 
+  it('selects calls by the Moscow day they started, not the UTC day', async () => {
+    const q = await partnerFactory(sql);
+    const lesson = await lessonFactory(sql, q.partner);
+    // 00:30 on 11 March in Moscow is still 10 March in UTC.
+    await playTimeline(sql, q.partner.id, { sessions: [{ lessonId: lesson.id, start: msk('2026-03-11T00:30:00'), seconds: 60 }] });
+    const day10 = await calls(q.apiKey, '?from=2026-03-10&to=2026-03-10');
+    const day11 = await calls(q.apiKey, '?from=2026-03-11&to=2026-03-11');
+    expect([day10.body.total.count, day11.body.total.count]).toEqual([0, 1]);
+    expect(day11.body.items[0].started_at).toBe('2026-03-10T21:30:00.000Z');
+  });
+
   it("never shows another partner's sessions", async () => {
     const mine = await partnerFactory(sql);
     const theirs = await partnerFactory(sql);
