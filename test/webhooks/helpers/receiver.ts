@@ -12,6 +12,8 @@ export interface ReceivedRequest {
   body: { id: number; type: string; created_at: string; data: Record<string, unknown> };
   /** receipt time, ms since the epoch */
   at: number;
+  /** resets the TCP connection (RST) under the request */
+  reset: () => void;
 }
 
 /** Decides the answer to one request (the n-th, from 0); it may write anything, late, or never. */
@@ -40,6 +42,8 @@ export async function startReceiver(opts: { behaviour?: Behaviour; name?: string
   let behaviour = opts.behaviour ?? answer(200, 'ok');
   const requests: ReceivedRequest[] = [];
   const waiters: (() => void)[] = [];
+  // TLS sockets cannot send a RST themselves: keep the TCP sockets by client port.
+  const raw = new Map<number, import('node:net').Socket>();
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -51,7 +55,7 @@ export async function startReceiver(opts: { behaviour?: Behaviour; name?: string
       } catch {
         body = {} as ReceivedRequest['body'];
       }
-      const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody, body, at: Date.now() };
+      const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody, body, at: Date.now(), reset: () => raw.get(req.socket.remotePort!)?.resetAndDestroy() };
       requests.push(r);
       for (const w of waiters.splice(0)) w();
       behaviour(r, res, requests.length - 1);
@@ -61,9 +65,13 @@ export async function startReceiver(opts: { behaviour?: Behaviour; name?: string
     ? createHttpServer(handler)
     : createHttpsServer(opts.cert ?? leafCert([opts.name ?? 'hook.test', '127.0.0.1']), handler);
   const sockets = new Set<import('node:net').Socket>();
-  server.on('connection', (s) => {
+  server.on('connection', (s: import('node:net').Socket) => {
     sockets.add(s);
-    s.on('close', () => sockets.delete(s));
+    raw.set(s.remotePort!, s);
+    s.on('close', () => {
+      sockets.delete(s);
+      raw.delete(s.remotePort!);
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
