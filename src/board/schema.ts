@@ -97,7 +97,7 @@ export const VectorSchema = z
   .strict();
 
 const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema] as const;
-export const ElementSchema = z.union(shapes).meta({ id: 'BoardElement' });
+export const ElementSchema = z.discriminatedUnion('type', shapes).meta({ id: 'BoardElement' });
 export type BoardElement = z.infer<typeof ElementSchema>;
 export type ElementType = BoardElement['type'];
 

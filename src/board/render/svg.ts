@@ -14,16 +14,18 @@ export interface PageSvg {
   height: number;
 }
 
-const FONTS: Record<string, string> = {
-  hand: "'DejaVu Sans', 'Liberation Sans', 'KaTeX_Main', sans-serif",
-  sans: "'DejaVu Sans', 'Liberation Sans', 'KaTeX_Main', sans-serif",
-  code: "'DejaVu Sans Mono', 'Liberation Mono', 'KaTeX_Typewriter', monospace",
-  math: "'KaTeX_Main', 'DejaVu Serif', serif",
-};
+// Generic families only: png.ts maps them to the fonts it loaded.
+const FONTS: Record<string, string> = { hand: 'sans-serif', sans: 'sans-serif', code: 'monospace', math: 'serif' };
 const LINE_HEIGHT = 1.25;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-const n = (v: number) => (Math.round(v * 100) / 100).toString();
+/**
+ * Coordinates are rounded to what the thumbnail can show: whole scene units
+ * when the page is shrunk (the usual case; integers also format much faster
+ * than floats), tenths otherwise. Set per render (renders are synchronous).
+ */
+let unit = 10;
+const n = (v: number) => String(Math.round(v * unit) / unit);
 
 interface Box {
   minX: number;
@@ -96,9 +98,18 @@ function arrowhead(kind: string, tip: [number, number], from: [number, number], 
   return `<polyline fill="none" points="${p(0.45, size)} ${n(tip[0])},${n(tip[1])} ${p(-0.45, size)}"/>`;
 }
 
-/** A smooth path through pen points (quadratic curves through the midpoints). */
-function freehandPath(points: number[][]): string {
-  if (points.length === 1) return `M${n(points[0][0])} ${n(points[0][1])}l0.01 0`;
+/**
+ * A smooth path through pen points (quadratic curves through the midpoints).
+ * Points closer than `tolerance` to the last kept one are dropped: they would
+ * not move a pixel of the thumbnail, and long strokes dominate render time.
+ */
+function freehandPath(all: number[][], tolerance: number): string {
+  const points: number[][] = [all[0]];
+  for (let i = 1; i < all.length; i++) {
+    const last = points[points.length - 1];
+    if (i === all.length - 1 || Math.abs(all[i][0] - last[0]) + Math.abs(all[i][1] - last[1]) >= tolerance) points.push(all[i]);
+  }
+  if (points.length === 1) return `M${n(points[0][0])} ${n(points[0][1])}l0.1 0`;
   let d = `M${n(points[0][0])} ${n(points[0][1])}`;
   for (let i = 1; i < points.length - 1; i++) {
     const [x, y] = points[i];
@@ -113,7 +124,7 @@ function textLines(x: number, lines: string[], size: number): string {
   return lines.map((l, i) => `<tspan x="${n(x)}" dy="${i === 0 ? n(size) : n(size * LINE_HEIGHT)}">${esc(l) || ' '}</tspan>`).join('');
 }
 
-function elementSvg(el: BoardElement, patterns: Set<string>): string {
+function elementSvg(el: BoardElement, patterns: Set<string>, tolerance: number): string {
   const b = localBox(el);
   const rot = el.angle ? ` transform="rotate(${n((el.angle * 180) / Math.PI)} ${n((b.minX + b.maxX) / 2)} ${n((b.minY + b.maxY) / 2)})"` : '';
   const op = el.style.opacity < 100 ? ` opacity="${el.style.opacity / 100}"` : '';
@@ -122,7 +133,7 @@ function elementSvg(el: BoardElement, patterns: Set<string>): string {
   switch (el.type) {
     case 'freehand': {
       const pts = el.points.map((p) => [el.x + p[0], el.y + p[1]]);
-      return g(`<path d="${freehandPath(pts)}" fill="none" ${stroke}/>`);
+      return g(`<path d="${freehandPath(pts, tolerance)}" fill="none" ${stroke}/>`);
     }
     case 'rectangle':
       return g(`<rect x="${n(el.x)}" y="${n(el.y)}" width="${n(el.width)}" height="${n(el.height)}" rx="${n(Math.min(el.width, el.height) * 0.08)}" ${fillAttr(el, patterns)} ${stroke}/>`);
@@ -181,16 +192,16 @@ function patternDefs(patterns: Set<string>): string {
  * a margin, at least `minSize` scene units wide and tall so a single dot does
  * not fill the thumbnail.
  */
-export function renderPageSvg(elements: BoardElement[], opts: { minSize?: number; margin?: number; background?: string } = {}): PageSvg {
+export function renderPageSvg(
+  elements: BoardElement[],
+  opts: { minSize?: number; margin?: number; background?: string; outputWidth?: number } = {},
+): PageSvg {
   const minSize = opts.minSize ?? 400;
   const margin = opts.margin ?? 24;
   let box: Box = { minX: Infinity, minY: Infinity, maxX: -Infinity, maxY: -Infinity };
-  const patterns = new Set<string>();
-  const body: string[] = [];
   for (const el of elements) {
     const b = rotatedBox(el);
     box = { minX: Math.min(box.minX, b.minX), minY: Math.min(box.minY, b.minY), maxX: Math.max(box.maxX, b.maxX), maxY: Math.max(box.maxY, b.maxY) };
-    body.push(elementSvg(el, patterns));
   }
   if (!elements.length) box = { minX: 0, minY: 0, maxX: minSize, maxY: minSize * 0.75 };
   const cx = (box.minX + box.maxX) / 2;
@@ -202,6 +213,11 @@ export function renderPageSvg(elements: BoardElement[], opts: { minSize?: number
   if (width > height * 2) height = width / 2;
   const x0 = cx - width / 2;
   const y0 = cy - height / 2;
+  // half an output pixel, in scene units
+  const tolerance = opts.outputWidth ? (0.5 * width) / opts.outputWidth : 0;
+  unit = tolerance >= 0.5 ? 1 : 10;
+  const patterns = new Set<string>();
+  const body = elements.map((el) => elementSvg(el, patterns, tolerance));
   const svg =
     `<svg xmlns="http://www.w3.org/2000/svg" width="${n(width)}" height="${n(height)}" viewBox="${n(x0)} ${n(y0)} ${n(width)} ${n(height)}">` +
     `<defs>${patternDefs(patterns)}</defs>` +

@@ -1,0 +1,72 @@
+import { BoardStore } from '../../../board/store.js';
+import { PreviewService } from '../../../board/preview.js';
+import type { Deps } from '../../../deps.js';
+import { getLiveLesson } from '../../../domain/lessons.js';
+import { Errors } from '../../../errors.js';
+import { BoardSnapshotSchema, presentSnapshot } from '../../presenters/board.js';
+import { defineRoute, LessonIdParams } from '../../route.js';
+
+const tag = 'Board content';
+
+/** One store and preview renderer per process (the renderer is single-flight per lesson). */
+const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService }>();
+function board(deps: Deps) {
+  let s = services.get(deps);
+  if (!s) {
+    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH) };
+    services.set(deps, s);
+  }
+  return s;
+}
+
+export const boardRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/lessons/{id}/snapshot',
+    tag,
+    summary: "The board's pages and elements",
+    description:
+      'Our own versioned format (format "lesson-board", version 1; docs/snapshot-format.md). It includes every ' +
+      'operation acknowledged to a participant (`seq` is the last one). A lesson nobody has drawn on yet has one empty page.',
+    params: LessonIdParams,
+    responses: { 200: { description: 'Board snapshot', schema: BoardSnapshotSchema } },
+    errors: ['not_found', 'archived'],
+    async handler(ctx, { params }) {
+      const { deps, auth } = ctx.state;
+      const lesson = await getLiveLesson(deps.sql, auth.partner.id, params.id);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = presentSnapshot(lesson.id, await board(deps).store.read(lesson.id));
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/lessons/{id}/preview',
+    tag,
+    summary: 'A PNG thumbnail of the board (the pinned page, else the first)',
+    description:
+      'Rendered on the server from the board state; never older than the board (a stale picture is rendered again on read). ' +
+      '404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match answers 304.',
+    params: LessonIdParams,
+    responses: {
+      200: { description: 'PNG image', contentType: 'image/png', headers: { ETag: 'board seq the picture shows' } },
+      304: { description: 'Not modified (If-None-Match matched)' },
+    },
+    errors: ['not_found', 'archived', 'no_preview'],
+    async handler(ctx, { params }) {
+      const { deps, auth } = ctx.state;
+      const lesson = await getLiveLesson(deps.sql, auth.partner.id, params.id);
+      const preview = await board(deps).previews.get(lesson.id);
+      if (!preview) throw Errors.noPreview();
+      const etag = `"${preview.seq}"`;
+      ctx.set('ETag', etag);
+      ctx.set('Cache-Control', 'private, no-cache');
+      ctx.set('Last-Modified', preview.rendered_at.toUTCString());
+      if (ctx.get('if-none-match') === etag) {
+        ctx.status = 304;
+        return;
+      }
+      ctx.type = 'image/png';
+      ctx.body = preview.png;
+    },
+  }),
+];

@@ -1,0 +1,34 @@
+import type { BoardElement } from '../../src/board/schema.js';
+
+/** Elements in the board format (docs/snapshot-format.md), with every default filled in. */
+const style = { stroke: '#1e1e1e', fill: 'transparent', stroke_width: 2, stroke_style: 'solid', fill_style: 'solid', opacity: 100 } as const;
+
+export function rect(id: string, o: Partial<Extract<BoardElement, { type: 'rectangle' }>> = {}): BoardElement {
+  return { id, page_id: 'page-1', z: 'a0', x: 10, y: 20, angle: 0, style: { ...style }, locked: false, type: 'rectangle', width: 100, height: 50, ...o };
+}
+
+export function stroke(id: string, points = 20, o: Partial<Extract<BoardElement, { type: 'freehand' }>> = {}): BoardElement {
+  const pts = Array.from({ length: points }, (_, i) => [i * 3, Math.round(Math.sin(i / 3) * 20)] as [number, number]);
+  return { id, page_id: 'page-1', z: 'a1', x: 0, y: 0, angle: 0, style: { ...style, stroke: '#e03131' }, locked: false, type: 'freehand', points: pts, ...o };
+}
+
+export function text(id: string, t: string, o: Partial<Extract<BoardElement, { type: 'text' }>> = {}): BoardElement {
+  return { id, page_id: 'page-1', z: 'a2', x: 0, y: 100, angle: 0, style: { ...style }, locked: false, type: 'text', text: t, font_size: 20, font_family: 'hand', align: 'left', width: 200, height: 25, ...o };
+}
+
+/** A page of `count` mixed elements, like a busy lesson (used by the preview test and bench/board). */
+export function busyPage(count: number, pageId = 'page-1'): BoardElement[] {
+  const out: BoardElement[] = [];
+  for (let i = 0; i < count; i++) {
+    const x = (i % 50) * 40;
+    const y = Math.floor(i / 50) * 40;
+    const z = `a${i.toString(36).padStart(4, '0')}`;
+    const k = i % 5;
+    if (k === 0) out.push(stroke(`s${i}`, 40, { page_id: pageId, x, y, z }));
+    else if (k === 1) out.push(rect(`r${i}`, { page_id: pageId, x, y, z, width: 30, height: 20 }));
+    else if (k === 2) out.push({ ...rect(`e${i}`, { page_id: pageId, x, y, z, width: 30, height: 30 }), type: 'ellipse' } as BoardElement);
+    else if (k === 3) out.push(text(`t${i}`, `x${i}`, { page_id: pageId, x, y, z }));
+    else out.push({ id: `a${i}`, page_id: pageId, z, x, y, angle: 0, style: { ...style }, locked: false, type: 'arrow', points: [[0, 0], [30, 15]], start_arrowhead: 'none', end_arrowhead: 'arrow' });
+  }
+  return out;
+}

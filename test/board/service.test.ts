@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { BoardOpError } from '../../src/board/errors.js';
+import { BoardStore } from '../../src/board/store.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { rect, stroke, text } from './factories.js';
+import { newLesson, recorder, startNode, until } from './helpers.js';
+
+const teacher = { role: 'teacher' as const };
+const student = { role: 'student' as const };
+
+const nodeA = startNode({ gapMs: 300 });
+const nodeB = startNode({ gapMs: 300 });
+
+async function refusal(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof BoardOpError) return err.code;
+    throw err;
+  }
+  throw new Error('not refused');
+}
+
+describe('BoardService on two nodes sharing Postgres and Redis', () => {
+  it('orders concurrent operations from two nodes into one gapless sequence that both nodes relay identically', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    const onA = recorder();
+    const onB = recorder();
+    await nodeA.board.join(lesson.id, onA.listener);
+    await nodeB.board.join(lesson.id, onB.listener);
+    const acks = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        (i % 2 ? nodeA : nodeB).board.submit(lesson.id, { type: 'element.add', elements: [stroke(`s${i}`, 10, { z: `a${i}` })] }, student, `c${i}`),
+      ),
+    );
+    const seqs = acks.map((a) => a.seq!).sort((x, y) => x - y);
+    expect(seqs).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    await until(() => onA.seqs.length === 60 && onB.seqs.length === 60);
+    expect(onA.seqs).toEqual(seqs);
+    expect(onB.seqs).toEqual(seqs);
+    // the relayed op carries its sender's connection id, so the gateway acks instead of echoing
+    const first = onB.ops.find((o) => o.seq === acks[7].seq)!;
+    expect(first.origin).toBe('c7');
+    expect(JSON.stringify(onA.ops)).toBe(JSON.stringify(onB.ops));
+    const read = await nodeB.board.read(lesson.id);
+    expect(read.head.seq).toBe(60);
+    expect(read.elements).toHaveLength(60);
+  });
+
+  it('keeps every acknowledged operation after the node restarts, and a board reused a week later starts where it stopped', async () => {
+    const clock = new ManualClock();
+    const node = startNode({}, clock);
+    const lesson = await newLesson(node.deps.sql);
+    await node.board.submit(lesson.id, { type: 'element.add', elements: [rect('r1'), text('t1', 'Newton')] }, student);
+    await node.board.submit(lesson.id, { type: 'page.add', page: { id: 'p2', name: 'Homework' }, after_page_id: null }, teacher);
+    await node.board.submit(lesson.id, { type: 'page.pin', page_id: 'p2' }, teacher);
+    await node.close();
+
+    clock.advance(7 * 24 * 3600 * 1000);
+    const later = startNode({}, clock);
+    const read = await later.board.read(lesson.id);
+    expect(read.head).toMatchObject({ seq: 3, pinned_page_id: 'p2', pages: [{ id: 'page-1', name: 'Page 1' }, { id: 'p2', name: 'Homework' }] });
+    expect(read.elements.map((e) => e.id)).toEqual(['r1', 't1']);
+    const ack = await later.board.submit(lesson.id, { type: 'element.add', elements: [rect('r2', { page_id: 'p2' })] }, student);
+    expect(ack.seq).toBe(4);
+    await later.close();
+  });
+
+  it('refuses malformed, oversized and rule-breaking operations with a code, and changes nothing', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student);
+    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [{ id: 'x' }] }, student))).toBe('invalid');
+    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'nonsense' }, student))).toBe('invalid');
+    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [stroke('big', 5000)] }, student))).toBe('too_large');
+    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student))).toBe('conflict');
+    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'page.pin', page_id: 'page-1' }, student))).toBe('forbidden');
+    const read = await nodeA.board.read(lesson.id);
+    expect(read.head.seq).toBe(1);
+    expect(read.elements).toEqual([rect('a')]);
+  });
+
+  it('refuses operations on an archived lesson', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student);
+    await nodeA.deps.sql`UPDATE lessons SET archived_at = now() WHERE id = ${lesson.id}`;
+    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('b')] }, student))).toBe('archived');
+  });
+
+  it('tells a reconnecting client only what changed after its seq, deletions included', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a'), rect('b', { z: 'a1' })] }, student);
+    const since = (await nodeA.board.read(lesson.id)).head.seq;
+    await nodeB.board.submit(lesson.id, { type: 'element.update', elements: [rect('a', { x: 500 })] }, student);
+    await nodeB.board.submit(lesson.id, { type: 'element.delete', ids: ['b'] }, student);
+    await nodeB.board.submit(lesson.id, { type: 'element.add', elements: [rect('c', { z: 'a2' })] }, student);
+    const delta = await nodeA.board.read(lesson.id, since);
+    expect(delta.full).toBe(false);
+    expect(delta.head.seq).toBe(since + 3);
+    expect(delta.elements.map((e) => [e.id, e.x])).toEqual([['a', 500], ['c', 10]]);
+    expect(delta.deleted_ids).toEqual(['b']);
+    const full = await nodeA.board.read(lesson.id, 0);
+    expect(full.full).toBe(true);
+    expect(full.elements.map((e) => e.id)).toEqual(['a', 'c']);
+  });
+
+  it('a node that never receives a relayed batch tells its listeners to resync within the gap time', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    const onB = recorder();
+    await nodeB.board.join(lesson.id, onB.listener);
+    // A commit that no node relays (as if its node died between commit and publish)...
+    const [r] = await new BoardStore(nodeA.deps.sql).commitBatch(lesson.id, [{ op: { type: 'element.add', elements: [rect('lost')] }, actor: student }], new Date());
+    expect(r).toMatchObject({ ok: true, seq: 1 });
+    // ...then a normal one: B sees seq 2 without seq 1, waits, then resets instead of delivering out of order.
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('next')] }, student);
+    await until(() => onB.resets.length === 1, 3000);
+    expect(onB.resets).toEqual([2]);
+    expect(onB.seqs).toEqual([]);
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('after')] }, student);
+    await until(() => onB.seqs.length === 1);
+    expect(onB.seqs).toEqual([3]);
+  });
+
+  it('stops relaying to a listener that left', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    const onB = recorder();
+    const sub = await nodeB.board.join(lesson.id, onB.listener);
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student);
+    await until(() => onB.seqs.length === 1);
+    sub.leave();
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('b')] }, student);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(onB.seqs).toEqual([1]);
+  });
+});
