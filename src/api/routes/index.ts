@@ -1,7 +1,6 @@
 import type { RouteDef } from '../route.js';
 import { balanceRoutes } from './balance/balance.js';
 import { boardRoutes } from './board/board.js';
-import { boardRoutes } from './board/board.js';
 import { callsRoutes } from './calls/calls.js';
 import { lessonRoutes } from './lessons/lessons.js';
 import { linkRoutes } from './links/links.js';
@@ -13,4 +12,4 @@ import { eventRoutes } from './events/events.js';
  * Every partner route, in one list: the router mounts these and the OpenAPI
  * document is generated from them. A new route group adds one line here.
  */
-export const partnerRoutes: RouteDef[] = [...lessonRoutes, ...linkRoutes, ...balanceRoutes, ...boardRoutes, ...boardRoutes, ...usageRoutes, ...callsRoutes, ...webhookRoutes, ...eventRoutes];
+export const partnerRoutes: RouteDef[] = [...lessonRoutes, ...linkRoutes, ...balanceRoutes, ...boardRoutes, ...usageRoutes, ...callsRoutes, ...webhookRoutes, ...eventRoutes];
