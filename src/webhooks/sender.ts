@@ -185,6 +185,7 @@ export function describeError(err: unknown): string {
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'connection_reset';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'unreachable';
-  if (code && (/CERT|SSL|TLS/.test(code))) return `tls_error: ${code}`;
+  // Node's own TLS codes and OpenSSL's verification codes (UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_HAS_EXPIRED, ...)
+  if (code && /CERT|SSL|TLS|^UNABLE_TO_|SIGNATURE|_CA_|_CRL_/.test(code)) return `tls_error: ${code}`;
   return `error: ${code ?? e?.name ?? 'unknown'}${e?.message ? ` ${e.message}` : ''}`.slice(0, 200);
 }

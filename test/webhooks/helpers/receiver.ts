@@ -12,6 +12,8 @@ export interface ReceivedRequest {
   body: { id: number; type: string; created_at: string; data: Record<string, unknown> };
   /** receipt time, ms since the epoch */
   at: number;
+  /** the TLS server name (SNI) the client sent; undefined over http or without SNI */
+  sni: string | undefined;
   /** resets the TCP connection (RST) under the request */
   reset: () => void;
 }
@@ -55,7 +57,9 @@ export async function startReceiver(opts: { behaviour?: Behaviour; name?: string
       } catch {
         body = {} as ReceivedRequest['body'];
       }
-      const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody, body, at: Date.now(), reset: () => raw.get(req.socket.remotePort!)?.resetAndDestroy() };
+      const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody, body, at: Date.now(),
+        sni: ((req.socket as { servername?: string | false }).servername || undefined) as string | undefined,
+        reset: () => raw.get(req.socket.remotePort!)?.resetAndDestroy() };
       requests.push(r);
       for (const w of waiters.splice(0)) w();
       behaviour(r, res, requests.length - 1);

@@ -66,9 +66,9 @@ export async function startWebhookStack(opts: StackOptions = {}) {
   setWebhookRuntime(api.deps, { resolve, ca: testCa() });
 
   /** A dispatcher with deps of its own (its own pool and connections, like another process). */
-  async function dispatcher(o: { env?: Record<string, string>; clock?: Clock; resolve?: Resolver } = {}) {
+  async function dispatcher(o: { env?: Record<string, string>; clock?: Clock; resolve?: Resolver; ca?: string | string[] } = {}) {
     const deps = makeDeps({ env: { ...env, ...o.env }, clock: o.clock ?? opts.clock });
-    setWebhookRuntime(deps, { resolve: o.resolve ?? resolve, ca: testCa() });
+    setWebhookRuntime(deps, { resolve: o.resolve ?? resolve, ca: 'ca' in o ? o.ca : testCa() });
     const d = await startDispatcher(deps);
     let closed = false;
     const close = async () => {
