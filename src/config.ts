@@ -30,6 +30,16 @@ export const ConfigSchema = z.object({
   // Realtime gateway
   SESSION_IDLE_SECONDS: seconds.default(300),
   GATEWAY_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(8).max(30).default(20),
+  GATEWAY_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(65_536),
+  GATEWAY_MAX_BACKPRESSURE_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
+  GATEWAY_MESSAGES_PER_SECOND: z.coerce.number().positive().default(50),
+  GATEWAY_MESSAGE_BURST: z.coerce.number().int().positive().default(100),
+  GATEWAY_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(256),
+  GATEWAY_ALLOWED_ORIGINS: csv.default([]),
+  GATEWAY_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  GATEWAY_LEASE_SECONDS: z.coerce.number().int().min(3).max(15).default(10),
+  GATEWAY_METER_FLUSH_SECONDS: z.coerce.number().min(0.2).max(9).default(5),
+  GATEWAY_TOKEN_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(10),
   // Webhooks
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   WEBHOOK_RETRY_SCHEDULE: csv

@@ -1,0 +1,101 @@
+import type { MeterSeed } from '../../src/metering/meters.js';
+
+/**
+ * Presence of people in lessons across every gateway node, and the meter that
+ * follows from it. Implemented by RedisPresence (Lua, atomic); the gateway's
+ * lesson logic only sees this interface.
+ *
+ * "Person" is the link's user_hash: one person in two tabs or on two devices
+ * is one person. Every call that changes who is present returns the effects
+ * (`Effect`) the caller must apply in Postgres; an effect is returned to
+ * exactly one caller, so it is applied once however many nodes race.
+ */
+export type Effect = 'start' | 'resume' | 'pause' | 'empty' | 'occupied' | 'ended';
+
+/** The live meter of a lesson (times in ms of the node clocks). */
+export interface MeterState {
+  seq: number;
+  sessionId: number | null;
+  accMs: number;
+  since: number | null;
+  pausedAt: number | null;
+  emptySince: number | null;
+  peopleMax: number;
+  startAt: number | null;
+  startClaim: number | null;
+  endSessionId: number | null;
+  endSeconds: number;
+  endChargeAt: number | null;
+  endAt: number | null;
+  flushAt: number | null;
+  seededAt: number | null;
+}
+
+/** What other participants may see of a person: never the partner's user id. */
+export interface PublicPerson {
+  id: string;
+  name: string;
+  role: 'teacher' | 'student';
+}
+
+export interface Change {
+  count: number;
+  meter: MeterState | null;
+  effects: Effect[];
+}
+
+export interface JoinResult extends Change {
+  /** the person's first connection in the lesson (they just became present) */
+  first: boolean;
+  /** no participant.joined was claimed for them in the last 6 h (Postgres decides) */
+  announce: boolean;
+  people: PublicPerson[];
+}
+
+export interface LeaveResult extends Change {
+  /** the person's last connection closed (they are no longer present) */
+  last: boolean;
+  person: PublicPerson | null;
+}
+
+export interface ReapedLesson extends Change {
+  lessonId: string;
+  left: PublicPerson[];
+}
+
+export interface TickResult extends Change {
+  lessonId: string;
+  /** this node claimed the periodic flush of the lesson */
+  due: boolean;
+}
+
+export interface JoinInput {
+  now: number;
+  node: string;
+  conn: string;
+  person: string;
+  info: PublicPerson;
+  /** re-registration of a live connection after Redis lost it: no participant.joined */
+  rejoin: boolean;
+}
+
+export interface Presence {
+  join(lessonId: string, input: JoinInput): Promise<JoinResult>;
+  /** undefined when the connection was not registered (e.g. Redis lost it) */
+  leave(lessonId: string, conn: string, now: number): Promise<LeaveResult | undefined>;
+  /** Refreshes this node's lease; alive=false means Redis had lost it (flush, restart, or we were reaped). */
+  heartbeat(node: string, now: number): Promise<{ alive: boolean; expired: string[] }>;
+  /** Removes every connection of a node whose lease expired; [] when someone else did or it came back. */
+  reap(deadNode: string, now: number): Promise<ReapedLesson[]>;
+  tick(lessonIds: string[], now: number): Promise<TickResult[]>;
+  setSession(lessonId: string, sessionId: number, startAt: number, baseMs: number, now: number): Promise<{ ok: boolean; change: Change }>;
+  claimEnd(lessonId: string, sessionId: number, now: number): Promise<{ kind: 'end'; meter: MeterState } | { kind: 'busy' | 'orphan' }>;
+  archiveEnd(lessonId: string, archivedAt: number, now: number): Promise<MeterState | undefined>;
+  clearEnd(lessonId: string, sessionId: number, now: number): Promise<MeterState | null>;
+  orphan(lessonId: string, sessionId: number, now: number): Promise<MeterState | undefined>;
+  people(lessonId: string): Promise<{ count: number; seq: number; people: PublicPerson[] }>;
+  leaveNode(node: string): Promise<void>;
+}
+
+/** Reads what Postgres knows of a lesson's meter, for Redis to be seeded with. */
+export type SeedLoader = (lessonId: string) => Promise<MeterSeed | undefined>;

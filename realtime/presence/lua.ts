@@ -1,0 +1,458 @@
+/**
+ * Lua scripts that decide presence and the meter of a lesson atomically in
+ * Redis (docs/metering.md has the state machine in prose).
+ *
+ * KEYS[1] is the namespace root (ioredis adds REDIS_KEY_PREFIX to it); every
+ * other key is derived from it inside the script, so these scripts need one
+ * Redis (or a primary with replicas), not Redis Cluster.
+ *
+ *   <root>nodes            ZSET  node id -> lease expiry (ms)
+ *   <root>n:<node>         SET   "<lesson> <conn>" of that node
+ *   <root>l:<lesson>:c     HASH  conn -> "<node> <person>"
+ *   <root>l:<lesson>:p     HASH  person -> number of connections
+ *   <root>l:<lesson>:i     HASH  person -> public JSON {id,name,role}
+ *   <root>l:<lesson>:m     HASH  the meter (fields in METER_FIELDS)
+ *   <root>l:<lesson>:j     HASH  person -> ms of the last participant.joined (a filter; Postgres decides)
+ *
+ * Times are milliseconds of the calling node's clock (deps.clock), passed in
+ * ARGV so that tests can drive them with a ManualClock.
+ */
+export const METER_FIELDS = [
+  'seq', // hybrid clock: max(seq + 1, now); orders snapshots and presence events
+  'sid', // running session id ('' none yet)
+  'acc', // metered ms of the session before `since`
+  'since', // metering runs since (>= 2 people present), '' when paused
+  'paused_at', // when metering last paused
+  'empty', // nobody present since, '' while someone is
+  'pmax', // most people at once in this session
+  'start_at', // a session start is pending (the run began then, no sid yet)
+  'start_claim', // when a node last took the pending start
+  'end_sid', // a session end is pending: which session
+  'end_cum', // its final metered seconds
+  'end_charge_at', // when those seconds were reached
+  'end_at', // its ended_at
+  'flush_at', // last periodic flush claimed
+  'seeded_at', // the meter was rebuilt from Postgres then ('' otherwise)
+] as const;
+
+const LIB = `
+local root = KEYS[1]
+local FIELDS = {${METER_FIELDS.map((f) => `'${f}'`).join(',')}}
+local function K(l, s) return root .. 'l:' .. l .. ':' .. s end
+local function N(v) if v == nil or v == false or v == '' then return nil end return tonumber(v) end
+local function F(n) if n == nil then return '' end return string.format('%d', n) end
+
+local function split(s, sep)
+  local out = {}
+  local start = 1
+  while true do
+    local i = string.find(s, sep, start, true)
+    if not i then out[#out + 1] = string.sub(s, start); break end
+    out[#out + 1] = string.sub(s, start, i - 1)
+    start = i + #sep
+  end
+  return out
+end
+
+local function load_meter(l)
+  local raw = redis.call('HGETALL', K(l, 'm'))
+  if #raw == 0 then return nil end
+  local m = {}
+  for _, f in ipairs(FIELDS) do m[f] = '' end
+  for i = 1, #raw, 2 do m[raw[i]] = raw[i + 1] end
+  return m
+end
+
+local function save_meter(l, m)
+  local args = {}
+  for _, f in ipairs(FIELDS) do args[#args + 1] = f; args[#args + 1] = m[f] end
+  redis.call('HSET', K(l, 'm'), unpack(args))
+end
+
+-- seed: "seq|sid|acc|since|empty|confirmed" from Postgres (src/metering/meters.ts readMeterSeed)
+local function seed_meter(seed, now)
+  local p = split(seed, '|')
+  local m = {}
+  for _, f in ipairs(FIELDS) do m[f] = '' end
+  m.seq = F(math.max(N(p[1]) or 0, now))
+  m.sid = p[2]; m.acc = (p[3] ~= '' and p[3]) or '0'; m.since = p[4]; m.empty = p[5]
+  m.pmax = '0'
+  m.seeded_at = F(now)
+  m.confirmed = p[6]
+  return m
+end
+
+local function bump(m, now) m.seq = F(math.max((N(m.seq) or 0) + 1, now)) end
+
+local function meter_out(m)
+  local out = {}
+  for _, f in ipairs(FIELDS) do out[#out + 1] = m[f] end
+  return out
+end
+
+-- A session end becomes pending: the session's final figures are frozen and
+-- the lesson is free for a new session.
+local function pend_end(m, end_at)
+  m.end_sid = m.sid
+  m.end_cum = F(math.floor((N(m.acc) or 0) / 1000))
+  m.end_charge_at = (m.paused_at ~= '' and m.paused_at) or F(end_at)
+  m.end_at = F(end_at)
+  m.sid = ''; m.acc = '0'; m.since = ''; m.paused_at = ''; m.pmax = '0'
+  m.start_at = ''; m.start_claim = ''
+end
+
+local function pause(m, at)
+  local since = N(m.since)
+  if since then
+    m.acc = F((N(m.acc) or 0) + math.max(0, at - since))
+    m.since = ''
+    m.paused_at = F(math.max(at, since))
+  end
+end
+
+-- The rules of the meter, applied when the number of distinct people present
+-- goes from before to after. Returns the effects the caller applies in Postgres.
+local function on_count(m, before, after, now, idle)
+  local fx = {}
+  if before == 0 and after > 0 then
+    -- the idle wait is over even if no sweeper has ended the session yet
+    if m.sid ~= '' and m.empty ~= '' and now - N(m.empty) >= idle and m.end_sid == '' then
+      pend_end(m, N(m.empty)); fx[#fx + 1] = 'ended'
+    end
+    if m.empty ~= '' then m.empty = ''; fx[#fx + 1] = 'occupied' end
+  end
+  if before < 2 and after >= 2 and m.since == '' then
+    m.since = F(now)
+    if m.sid == '' and m.start_at == '' then
+      m.start_at = F(now); m.start_claim = F(now); m.pmax = '0'; fx[#fx + 1] = 'start'
+    else
+      fx[#fx + 1] = 'resume'
+    end
+  end
+  if after > (N(m.pmax) or 0) and (m.sid ~= '' or m.start_at ~= '') then m.pmax = F(after) end
+  if before >= 2 and after < 2 and m.since ~= '' then pause(m, now); fx[#fx + 1] = 'pause' end
+  if after == 0 and before > 0 then m.empty = F(now); fx[#fx + 1] = 'empty' end
+  if #fx > 0 then bump(m, now) end
+  return fx
+end
+
+-- Removes one connection; returns person, whether it was their last connection, and their info.
+local function drop_conn(l, conn)
+  local v = redis.call('HGET', K(l, 'c'), conn)
+  if not v then return nil end
+  local parts = split(v, ' ')
+  local node, person = parts[1], parts[2]
+  redis.call('HDEL', K(l, 'c'), conn)
+  redis.call('SREM', root .. 'n:' .. node, l .. ' ' .. conn)
+  local info = redis.call('HGET', K(l, 'i'), person) or ''
+  local n = redis.call('HINCRBY', K(l, 'p'), person, -1)
+  local last = 0
+  if n <= 0 then
+    redis.call('HDEL', K(l, 'p'), person)
+    redis.call('HDEL', K(l, 'i'), person)
+    last = 1
+  end
+  return { person, last, info }
+end
+
+-- Nothing left to remember about an empty lesson without a session.
+local function maybe_forget(l, m, count)
+  if count == 0 and m.sid == '' and m.start_at == '' and m.end_sid == '' then
+    redis.call('DEL', K(l, 'c'), K(l, 'p'), K(l, 'i'), K(l, 'm'))
+    return true
+  end
+  return false
+end
+`;
+
+/**
+ * join: ARGV now, idle_ms, node, conn, person, info_json, joined_window_ms, seed, rejoin, lesson
+ * -> {'seed'} | {'ok', first, announce, count, meter[...], fx[...], people[...]}
+ */
+export const JOIN = `${LIB}
+local l = ARGV[10]
+local now, idle = tonumber(ARGV[1]), tonumber(ARGV[2])
+local node, conn, person, info = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local window, seed, rejoin = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local m = load_meter(l)
+if not m then
+  if seed == '' then return { 'seed' } end
+  m = seed_meter(seed, now)
+end
+local first, announce, fx = 0, 0, {}
+if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
+  local before = redis.call('HLEN', K(l, 'p'))
+  redis.call('HSET', K(l, 'c'), conn, node .. ' ' .. person)
+  redis.call('SADD', root .. 'n:' .. node, l .. ' ' .. conn)
+  local n = redis.call('HINCRBY', K(l, 'p'), person, 1)
+  redis.call('HSET', K(l, 'i'), person, info)
+  local after = redis.call('HLEN', K(l, 'p'))
+  fx = on_count(m, before, after, now, idle)
+  if n == 1 then
+    first = 1
+    if #fx == 0 then bump(m, now) end
+    if rejoin ~= '1' then
+      local last = N(redis.call('HGET', K(l, 'j'), person))
+      if not last or now - last >= window then
+        redis.call('HSET', K(l, 'j'), person, F(now))
+        redis.call('PEXPIRE', K(l, 'j'), window + 3600000)
+        announce = 1
+      end
+    end
+  end
+end
+save_meter(l, m)
+return { 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), fx, redis.call('HVALS', K(l, 'i')) }
+`;
+
+/**
+ * leave: ARGV now, idle_ms, conn, lesson
+ * -> {'gone'} | {'ok', last, info, count, meter[...], fx[...]}
+ */
+export const LEAVE = `${LIB}
+local now, idle, conn, l = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local before = redis.call('HLEN', K(l, 'p'))
+local d = drop_conn(l, conn)
+if not d then return { 'gone' } end
+local after = redis.call('HLEN', K(l, 'p'))
+local m = load_meter(l)
+if not m then return { 'ok', d[2], d[3], after, {}, {} } end
+local fx = on_count(m, before, after, now, idle)
+if d[2] == 1 and #fx == 0 then bump(m, now) end
+local out = meter_out(m)
+if not maybe_forget(l, m, after) then save_meter(l, m) end
+return { 'ok', d[2], d[3], after, out, fx }
+`;
+
+/**
+ * heartbeat: ARGV now, node, lease_ms
+ * -> {alive (0: our lease was gone: Redis lost it or another node reaped us), expired nodes...}
+ */
+export const HEARTBEAT = `${LIB}
+local now, node, lease = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local had = redis.call('ZSCORE', root .. 'nodes', node)
+redis.call('ZADD', root .. 'nodes', now + lease, node)
+local out = { had and 1 or 0 }
+for _, n in ipairs(redis.call('ZRANGEBYSCORE', root .. 'nodes', '-inf', now)) do
+  if n ~= node then out[#out + 1] = n end
+end
+return out
+`;
+
+/**
+ * reap: ARGV now, idle_ms, dead_node -> {{lesson, count, meter[...] or {}, fx[...], left infos[...]}, ...}
+ * Removes every connection of a node whose lease expired, once: the lease is
+ * re-checked here, so a node that came back in time is left alone and two
+ * reapers cannot both apply the same departures.
+ */
+export const REAP = `${LIB}
+local now, idle, dead = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local score = N(redis.call('ZSCORE', root .. 'nodes', dead))
+if not score or score > now then return {} end
+redis.call('ZREM', root .. 'nodes', dead)
+local byLesson, order = {}, {}
+for _, member in ipairs(redis.call('SMEMBERS', root .. 'n:' .. dead)) do
+  local parts = split(member, ' ')
+  local l = parts[1]
+  if not byLesson[l] then byLesson[l] = {}; order[#order + 1] = l end
+  table.insert(byLesson[l], parts[2])
+end
+redis.call('DEL', root .. 'n:' .. dead)
+local out = {}
+for _, l in ipairs(order) do
+  local before = redis.call('HLEN', K(l, 'p'))
+  local left = {}
+  for _, conn in ipairs(byLesson[l]) do
+    local d = drop_conn(l, conn)
+    if d and d[2] == 1 then left[#left + 1] = d[3] end
+  end
+  local after = redis.call('HLEN', K(l, 'p'))
+  local m = load_meter(l)
+  if m then
+    local fx = on_count(m, before, after, now, idle)
+    if #left > 0 and #fx == 0 then bump(m, now) end
+    local mo = meter_out(m)
+    if not maybe_forget(l, m, after) then save_meter(l, m) end
+    out[#out + 1] = { l, after, mo, fx, left }
+  else
+    out[#out + 1] = { l, after, {}, {}, left }
+  end
+end
+return out
+`;
+
+/**
+ * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, lessons...
+ * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...]}
+ * Periodic work of a node for the lessons it serves: retries a pending start,
+ * settles a meter rebuilt from Postgres once every node had time to
+ * re-register, and claims the periodic flush (one node per interval).
+ */
+export const TICK = `${LIB}
+local now, idle, flush, grace, retry = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local out = {}
+for i = 6, #ARGV do
+  local l = ARGV[i]
+  local m = load_meter(l)
+  if not m then
+    out[#out + 1] = { l, 'seed' }
+  else
+    local fx = {}
+    local count = redis.call('HLEN', K(l, 'p'))
+    local seeded = N(m.seeded_at)
+    if seeded and now - seeded >= grace then
+      -- Re-registration is over: what Postgres remembered and what the live
+      -- connections say are reconciled, dated when Redis lost its state.
+      m.seeded_at = ''
+      if count < 2 and m.since ~= '' then pause(m, seeded); fx[#fx + 1] = 'pause' end
+      if count == 0 and m.empty == '' then m.empty = F(seeded); fx[#fx + 1] = 'empty' end
+      if count >= 2 and m.since == '' then
+        m.since = F(now)
+        if m.sid == '' and m.start_at == '' then m.start_at = F(now); m.start_claim = F(now); fx[#fx + 1] = 'start'
+        else fx[#fx + 1] = 'resume' end
+      end
+    end
+    if m.sid == '' and m.start_at ~= '' and now - (N(m.start_claim) or 0) >= retry then
+      m.start_claim = F(now); fx[#fx + 1] = 'start'
+    end
+    local due = 0
+    if m.flush_at == '' or now - N(m.flush_at) >= flush - 250 then m.flush_at = F(now); due = 1 end
+    if #fx > 0 then bump(m, now) end
+    save_meter(l, m)
+    out[#out + 1] = { l, 'ok', due, count, meter_out(m), fx }
+  end
+end
+return out
+`;
+
+/**
+ * set_session: ARGV now, lesson, sid, start_at, base_ms
+ * A node created (or adopted) the session for the pending start `start_at`.
+ * base_ms: seconds the adopted session already had, so the watermark goes on from there.
+ */
+export const SET_SESSION = `${LIB}
+local now, l, sid, start_at, base = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local m = load_meter(l)
+if not m then return { 'gone' } end
+if m.sid == '' and m.start_at == start_at and m.end_sid == '' then
+  m.sid = sid
+  m.acc = F((N(m.acc) or 0) + base)
+  m.start_at = ''; m.start_claim = ''
+  bump(m, now)
+  save_meter(l, m)
+  return { 'ok', redis.call('HLEN', K(l, 'p')), meter_out(m) }
+end
+return { 'stale', redis.call('HLEN', K(l, 'p')), meter_out(m) }
+`;
+
+/**
+ * claim_end: ARGV now, idle_ms, lesson, sid, seed
+ * -> {'seed'} | {'end', meter[...]} | {'busy'} | {'orphan'}
+ * The idle sweeper asks whether session `sid` is over. Only Redis knows who
+ * is present right now, so Postgres' empty_since is confirmed here first.
+ */
+export const CLAIM_END = `${LIB}
+local now, idle, l, sid, seed = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local m = load_meter(l)
+if not m then
+  if seed == '' then return { 'seed' } end
+  m = seed_meter(seed, now)
+end
+local count = redis.call('HLEN', K(l, 'p'))
+if m.end_sid == sid then return { 'end', meter_out(m) } end
+if m.sid == sid then
+  if count == 0 and m.empty ~= '' and now - N(m.empty) >= idle then
+    pend_end(m, N(m.empty))
+    bump(m, now)
+    save_meter(l, m)
+    return { 'end', meter_out(m) }
+  end
+  save_meter(l, m)
+  return { 'busy' }
+end
+if count == 0 then return { 'orphan' } end
+return { 'busy' }
+`;
+
+/**
+ * archive_end: ARGV now, lesson, archived_at, seed -> {'seed'} | {'end', meter[...]} | {'none'}
+ * The lesson was deleted: metering stops at archived_at and the session ends then.
+ */
+export const ARCHIVE_END = `${LIB}
+local now, l, at, seed = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local m = load_meter(l)
+if not m then
+  if seed == '' then return { 'seed' } end
+  m = seed_meter(seed, now)
+end
+if m.end_sid ~= '' then return { 'end', meter_out(m) } end
+if m.sid == '' then
+  m.start_at = ''; m.start_claim = ''; m.since = ''
+  save_meter(l, m)
+  return { 'none' }
+end
+pause(m, at)
+pend_end(m, at)
+bump(m, now)
+save_meter(l, m)
+return { 'end', meter_out(m) }
+`;
+
+/**
+ * clear_end: ARGV now, lesson, sid -> {'ok'|'stale', meter[...] or {}}
+ * The pending end of `sid` is done in Postgres.
+ */
+export const CLEAR_END = `${LIB}
+local now, l, sid = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local m = load_meter(l)
+if not m then return { 'gone', {} } end
+if m.end_sid ~= sid then return { 'stale', meter_out(m) } end
+m.end_sid = ''; m.end_cum = ''; m.end_charge_at = ''; m.end_at = ''
+bump(m, now)
+local out = meter_out(m)
+if not maybe_forget(l, m, redis.call('HLEN', K(l, 'p'))) then save_meter(l, m) end
+return { 'ok', out }
+`;
+
+/**
+ * orphan: ARGV now, lesson, sid, seed -> {'seed'} | {'busy'} | {'ok', meter[...]}
+ * Postgres has a running session nobody vouched for lately. If nobody is
+ * present, the meter stops when presence was last confirmed (the seed's
+ * confirmed time) and the lesson counts as empty since then.
+ */
+export const ORPHAN = `${LIB}
+local now, l, sid, seed = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local m = load_meter(l)
+local fresh = false
+if not m then
+  if seed == '' then return { 'seed' } end
+  m = seed_meter(seed, now)
+  fresh = true
+end
+local count = redis.call('HLEN', K(l, 'p'))
+if count > 0 or m.sid ~= sid then
+  if not fresh then save_meter(l, m) end
+  return { 'busy' }
+end
+local at = N(m.confirmed) or N(m.seeded_at) or now
+if m.since ~= '' then pause(m, at) end
+if m.empty == '' then m.empty = F(at) end
+m.seeded_at = ''
+bump(m, now)
+save_meter(l, m)
+return { 'ok', meter_out(m) }
+`;
+
+/** people: ARGV lesson -> {count, seq, infos...} */
+export const PEOPLE = `${LIB}
+local l = ARGV[1]
+local m = load_meter(l)
+return { redis.call('HLEN', K(l, 'p')), (m and m.seq) or '0', redis.call('HVALS', K(l, 'i')) }
+`;
+
+/** leave_node: ARGV node -> removes the node's lease (graceful shutdown, after its connections left). */
+export const LEAVE_NODE = `${LIB}
+redis.call('ZREM', root .. 'nodes', ARGV[1])
+if redis.call('SCARD', root .. 'n:' .. ARGV[1]) == 0 then redis.call('DEL', root .. 'n:' .. ARGV[1]) end
+return 1
+`;
