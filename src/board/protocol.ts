@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { BOARD_ERROR_CODES } from './errors.js';
+import { ElementSchema, IdSchema, PageSchema } from './schema.js';
+
+/**
+ * The lesson messages of the participant protocol (docs/board-protocol.md):
+ * board operations, resync, chat, WebRTC signalling, media state and teacher
+ * actions. One zod schema per message type, shared by the page (web/) and the
+ * gateway; the gateway's own messages (welcome, presence, cursor, close codes)
+ * are in docs/protocol.md. Imports nothing but zod, so the page can bundle it.
+ */
+export const CHAT_MAX_CHARS = 2000;
+/** An SDP blob is a few KB; 64 KB leaves room for many codecs and candidates. */
+const SDP_MAX = 64 * 1024;
+
+const ref = z.string().min(1).max(64);
+const participantId = z.string().min(1).max(64);
+
+// ---- client -> server ----
+
+export const ClientMessages = {
+  /** a board operation (BoardOpSchema); `ref` comes back on board.ack / board.reject */
+  'board.op': z.object({ type: z.literal('board.op'), ref, op: z.unknown() }).strict(),
+  /** asks for the board: everything (since 0) or what changed after `since` */
+  'board.sync': z.object({ type: z.literal('board.sync'), since: z.number().int().min(0) }).strict(),
+  'chat.send': z.object({ type: z.literal('chat.send'), text: z.string().trim().min(1).max(CHAT_MAX_CHARS) }).strict(),
+  /** WebRTC signalling, relayed to one participant of the same lesson (full mode only) */
+  'rtc.offer': z.object({ type: z.literal('rtc.offer'), to: participantId, sdp: z.string().max(SDP_MAX) }).strict(),
+  'rtc.answer': z.object({ type: z.literal('rtc.answer'), to: participantId, sdp: z.string().max(SDP_MAX) }).strict(),
+  'rtc.ice': z
+    .object({ type: z.literal('rtc.ice'), to: participantId, candidate: z.object({ candidate: z.string().max(4096), sdpMid: z.string().max(64).nullable().optional(), sdpMLineIndex: z.number().int().min(0).max(255).nullable().optional() }) })
+    .strict(),
+  /** my camera/microphone are on or off (full mode only) */
+  'media.state': z.object({ type: z.literal('media.state'), camera: z.boolean(), mic: z.boolean() }).strict(),
+  /** teacher: turn off a student's camera and/or microphone */
+  'teacher.mute': z
+    .object({ type: z.literal('teacher.mute'), participant_id: participantId, camera: z.boolean().default(false), mic: z.boolean().default(false) })
+    .strict(),
+  /** teacher: remove a participant; their link cannot re-enter this lesson */
+  'teacher.remove': z.object({ type: z.literal('teacher.remove'), participant_id: participantId }).strict(),
+} as const;
+
+export const ClientMessageSchema = z.discriminatedUnion('type', Object.values(ClientMessages) as unknown as [z.ZodObject, ...z.ZodObject[]]);
+export type ClientMessage = { [K in keyof typeof ClientMessages]: z.infer<(typeof ClientMessages)[K]> }[keyof typeof ClientMessages];
+
+// ---- server -> client ----
+
+export const ParticipantSchema = z.object({
+  id: participantId,
+  name: z.string(),
+  role: z.enum(['teacher', 'student']),
+  camera: z.boolean().default(false),
+  mic: z.boolean().default(false),
+});
+export type Participant = z.infer<typeof ParticipantSchema>;
+
+const sequenced = z.object({ seq: z.number().int().positive(), op: z.unknown(), by: participantId.optional() });
+
+export const ServerMessages = {
+  /** board state: full (`full: true`, replaces everything) or the changes after the client's `since` */
+  'board.state': z.object({
+    type: z.literal('board.state'),
+    seq: z.number().int().min(0),
+    full: z.boolean(),
+    pages: z.array(PageSchema),
+    pinned_page_id: IdSchema.nullable(),
+    elements: z.array(ElementSchema),
+    deleted_ids: z.array(IdSchema),
+  }),
+  /** operations committed by others, in sequence order */
+  'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
+  /** my operation was committed at `seq` (null: nothing was left to apply) */
+  'board.ack': z.object({ type: z.literal('board.ack'), ref, seq: z.number().int().positive().nullable() }),
+  'board.reject': z.object({ type: z.literal('board.reject'), ref, code: z.enum(BOARD_ERROR_CODES), message: z.string() }),
+  /** the relay lost track: send board.sync with your seq */
+  'board.resync': z.object({ type: z.literal('board.resync'), seq: z.number().int().min(0) }),
+  chat: z.object({
+    type: z.literal('chat'),
+    id: z.string(),
+    from: ParticipantSchema.pick({ id: true, name: true, role: true }),
+    text: z.string(),
+    at: z.string(),
+  }),
+  'rtc.offer': z.object({ type: z.literal('rtc.offer'), from: participantId, sdp: z.string() }),
+  'rtc.answer': z.object({ type: z.literal('rtc.answer'), from: participantId, sdp: z.string() }),
+  'rtc.ice': z.object({ type: z.literal('rtc.ice'), from: participantId, candidate: ClientMessages['rtc.ice'].shape.candidate }),
+  /** someone's camera/microphone state changed (also after a teacher's mute) */
+  'media.state': z.object({ type: z.literal('media.state'), participant_id: participantId, camera: z.boolean(), mic: z.boolean() }),
+  /** the teacher turned my camera/microphone off */
+  muted: z.object({ type: z.literal('muted'), camera: z.boolean(), mic: z.boolean(), by: z.string() }),
+} as const;
+export type ServerMessage = { [K in keyof typeof ServerMessages]: z.infer<(typeof ServerMessages)[K]> }[keyof typeof ServerMessages];

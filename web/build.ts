@@ -1,0 +1,79 @@
+/**
+ * `npm run build:web`: bundles the participant page (web/src) with esbuild into
+ * dist/web, ready for the gateway to serve (docs/board.md, "Serving the page"):
+ *
+ *   dist/web/index.html            the page for GET /embed/<token> (Cache-Control: no-store)
+ *   dist/web/errors/<kind>.html    expired / unknown / archived / removed link pages
+ *   dist/web/assets/*              content-hashed JS, CSS, KaTeX fonts (cache for a year, immutable)
+ *   dist/web/assets/excalidraw/    Excalidraw's fonts, loaded at run time via EXCALIDRAW_ASSET_PATH
+ *   dist/web/manifest.json         what is where
+ *
+ * Everything, fonts included, is served from our own origin: the page works without the internet.
+ */
+import { build } from 'esbuild';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const out = path.join(root, 'dist', 'web');
+const assets = path.join(out, 'assets');
+/** URL path the gateway serves dist/web/assets under. */
+const PUBLIC_PATH = '/web/assets';
+
+await rm(out, { recursive: true, force: true });
+await mkdir(assets, { recursive: true });
+
+const result = await build({
+  entryPoints: { app: path.join(root, 'web', 'src', 'main.tsx') },
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  target: ['chrome100', 'firefox100', 'safari15'],
+  outdir: assets,
+  entryNames: '[name]-[hash]',
+  chunkNames: 'chunk-[hash]',
+  assetNames: '[name]-[hash]',
+  publicPath: PUBLIC_PATH,
+  minify: true,
+  sourcemap: 'linked',
+  metafile: true,
+  jsx: 'automatic',
+  define: { 'process.env.NODE_ENV': '"production"', 'import.meta.env.DEV': 'false', 'import.meta.env.PROD': 'true', 'import.meta.env.MODE': '"production"' },
+  conditions: ['production'],
+  loader: { '.woff2': 'file', '.woff': 'file', '.ttf': 'file', '.png': 'file', '.svg': 'file' },
+  legalComments: 'linked',
+  logLevel: 'warning',
+});
+
+const entry = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint?.endsWith('main.tsx'));
+if (!entry) throw new Error('esbuild produced no entry chunk');
+const js = `${PUBLIC_PATH}/${path.basename(entry[0])}`;
+const cssOut = entry[1].cssBundle;
+if (!cssOut) throw new Error('esbuild produced no CSS bundle');
+const css = `${PUBLIC_PATH}/${path.basename(cssOut)}`;
+
+// Excalidraw's fonts (woff2, ~14 MB incl. CJK subsets fetched only when needed).
+const exFonts = path.join(root, 'node_modules', '@excalidraw', 'excalidraw', 'dist', 'prod', 'fonts');
+await cp(exFonts, path.join(assets, 'excalidraw', 'fonts'), { recursive: true });
+
+const index = (await readFile(path.join(root, 'web', 'static', 'index.html'), 'utf8')).replace('{{JS}}', js).replace('{{CSS}}', css);
+await writeFile(path.join(out, 'index.html'), index);
+
+const errorTemplate = await readFile(path.join(root, 'web', 'static', 'error.html'), 'utf8');
+await writeFile(path.join(out, 'error.html'), errorTemplate);
+const ERRORS: Record<string, [string, string, string]> = {
+  unknown: ['🔗', 'This link does not work', 'The link is not valid. Ask your teacher or the platform for a new link to the lesson.'],
+  expired: ['⌛', 'This link has expired', 'Links work for a limited time. Ask your teacher or the platform for a new link to the lesson.'],
+  archived: ['📕', 'This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
+  removed: ['🚪', 'You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
+};
+await mkdir(path.join(out, 'errors'));
+for (const [kind, [icon, title, message]] of Object.entries(ERRORS)) {
+  await writeFile(path.join(out, 'errors', `${kind}.html`), errorTemplate.replaceAll('{{ICON}}', icon).replaceAll('{{TITLE}}', title).replaceAll('{{MESSAGE}}', message));
+}
+
+const manifest = { publicPath: PUBLIC_PATH, index: 'index.html', js, css, errors: Object.keys(ERRORS).map((k) => `errors/${k}.html`), excalidrawAssetPath: `${PUBLIC_PATH}/excalidraw/` };
+await writeFile(path.join(out, 'manifest.json'), JSON.stringify(manifest, null, 2));
+const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
+console.log(`web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024 / 1024).toFixed(1)} MB -> dist/web (entry ${js})`);

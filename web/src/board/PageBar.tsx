@@ -1,0 +1,70 @@
+import type { BoardOp } from '../../../src/board/schema.js';
+import type { SyncView } from './sync.js';
+
+const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
+
+/**
+ * Page tabs. Everyone can add and rename pages; a teacher can also delete
+ * pages and pin one (everyone is moved to it, students cannot leave it).
+ * The server enforces the same rules (src/board/apply.ts).
+ */
+export function PageBar(props: { view: SyncView; role: 'teacher' | 'student'; locked: boolean; goTo: (id: string) => void; submit: (op: BoardOp) => void }) {
+  const { view, role } = props;
+  const teacher = role === 'teacher';
+  const rename = (id: string, name: string) => {
+    const next = window.prompt('Page name', name)?.trim();
+    if (next && next !== name) props.submit({ type: 'page.rename', page_id: id, name: next.slice(0, 60) });
+  };
+  return (
+    <nav className="pagebar" aria-label="Pages">
+      {view.pages.map((p, i) => (
+        <button
+          key={p.id}
+          className={`page-tab${p.id === view.page ? ' current' : ''}${p.id === view.pinned ? ' pinned' : ''}`}
+          disabled={props.locked && p.id !== view.pinned}
+          onClick={() => props.goTo(p.id)}
+          onDoubleClick={() => rename(p.id, p.name)}
+          title={p.id === view.pinned ? 'Pinned by the teacher' : 'Double-click to rename'}
+          data-testid={`page-tab-${i}`}
+        >
+          {p.id === view.pinned && <span className="pin-icon">📌</span>}
+          {p.name}
+          {teacher && view.pages.length > 1 && p.id === view.page && (
+            <span
+              className="page-close"
+              role="button"
+              aria-label="Delete page"
+              onClick={(e) => {
+                e.stopPropagation();
+                if (window.confirm(`Delete "${p.name}" and everything on it?`)) props.submit({ type: 'page.delete', page_id: p.id });
+              }}
+            >
+              ×
+            </span>
+          )}
+        </button>
+      ))}
+      {!props.locked && (
+        <button
+          className="page-add"
+          aria-label="Add page"
+          onClick={() => props.submit({ type: 'page.add', page: { id: newPageId(), name: `Page ${view.pages.length + 1}` }, after_page_id: null })}
+        >
+          +
+        </button>
+      )}
+      <span className="pagebar-spacer" />
+      {teacher &&
+        (view.pinned === view.page ? (
+          <button className="pin-button active" onClick={() => props.submit({ type: 'page.pin', page_id: null })} data-testid="unpin">
+            📌 Unpin page
+          </button>
+        ) : (
+          <button className="pin-button" onClick={() => props.submit({ type: 'page.pin', page_id: view.page })} data-testid="pin">
+            📌 Pin this page for everyone
+          </button>
+        ))}
+      {!teacher && props.locked && <span className="pin-note">The teacher pinned this page</span>}
+    </nav>
+  );
+}

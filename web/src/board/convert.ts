@@ -1,0 +1,189 @@
+import { FONT_FAMILY } from '@excalidraw/excalidraw';
+import type { BoardElement } from '../../../src/board/schema.js';
+
+/**
+ * Excalidraw elements <-> our board format (docs/snapshot-format.md). The
+ * server and the snapshot only ever see our format; Excalidraw is the editor.
+ * Formulas and physics vectors have no Excalidraw type: they are a rectangle
+ * and an arrow carrying `customData`, drawn on top by Overlays.tsx.
+ */
+// Excalidraw's element type is a large union; the page only needs these fields.
+export interface ExEl {
+  id: string;
+  type: string;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  angle: number;
+  strokeColor: string;
+  backgroundColor: string;
+  fillStyle: string;
+  strokeWidth: number;
+  strokeStyle: string;
+  roughness: number;
+  opacity: number;
+  index: string | null;
+  version: number;
+  versionNonce: number;
+  isDeleted: boolean;
+  locked: boolean;
+  points?: readonly (readonly [number, number])[];
+  pressures?: readonly number[];
+  simulatePressure?: boolean;
+  startArrowhead?: string | null;
+  endArrowhead?: string | null;
+  text?: string;
+  originalText?: string;
+  fontSize?: number;
+  fontFamily?: number;
+  textAlign?: string;
+  containerId?: string | null;
+  customData?: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
+export type FormulaData = { kind: 'formula'; latex: string; fontSize: number };
+export type VectorData = { kind: 'vector'; label: string; magnitude: number | null; unit: string };
+
+const SYNCED = new Set(['freedraw', 'rectangle', 'ellipse', 'diamond', 'line', 'arrow', 'text']);
+export const isSyncable = (el: ExEl): boolean => SYNCED.has(el.type);
+
+const clampNum = (v: number, lim = 1_000_000) => (Number.isFinite(v) ? Math.max(-lim, Math.min(lim, v)) : 0);
+const colour = (c: string): string => (/^#[0-9a-fA-F]{6}$/.test(c) ? c.toLowerCase() : c === 'transparent' ? 'transparent' : expand(c));
+function expand(c: string): string {
+  const m = /^#([0-9a-fA-F])([0-9a-fA-F])([0-9a-fA-F])$/.exec(c);
+  return m ? `#${m[1]}${m[1]}${m[2]}${m[2]}${m[3]}${m[3]}`.toLowerCase() : '#1e1e1e';
+}
+const HEAD_TO_OURS: Record<string, 'none' | 'arrow' | 'triangle' | 'dot' | 'bar'> = {
+  arrow: 'arrow', triangle: 'triangle', triangle_outline: 'triangle', bar: 'bar', dot: 'dot', circle: 'dot', circle_outline: 'dot', diamond: 'triangle', diamond_outline: 'triangle',
+};
+const FONT_TO_OURS = (f?: number): 'hand' | 'sans' | 'code' =>
+  f === FONT_FAMILY.Cascadia || f === FONT_FAMILY['Comic Shanns'] ? 'code' : f === FONT_FAMILY.Nunito || f === FONT_FAMILY.Helvetica || f === FONT_FAMILY['Liberation Sans'] ? 'sans' : 'hand';
+const OURS_TO_FONT = { hand: FONT_FAMILY.Excalifont, sans: FONT_FAMILY.Nunito, code: FONT_FAMILY['Comic Shanns'] };
+
+/** Our element for an Excalidraw element on `pageId`; null for what the board does not store (images, frames...). */
+export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
+  if (!isSyncable(ex)) return null;
+  const base = {
+    id: ex.id,
+    page_id: pageId,
+    z: ex.index && /^[0-9A-Za-z]{1,80}$/.test(ex.index) ? ex.index : 'a0',
+    x: clampNum(ex.x),
+    y: clampNum(ex.y),
+    angle: Math.max(-10, Math.min(10, ex.angle || 0)),
+    style: {
+      stroke: colour(ex.strokeColor),
+      fill: colour(ex.backgroundColor),
+      stroke_width: Math.max(0.5, Math.min(32, ex.strokeWidth || 1)),
+      stroke_style: (['solid', 'dashed', 'dotted'].includes(ex.strokeStyle) ? ex.strokeStyle : 'solid') as 'solid',
+      fill_style: (ex.fillStyle === 'solid' ? 'solid' : ex.fillStyle === 'cross-hatch' ? 'cross-hatch' : 'hachure') as 'solid',
+      opacity: Math.round(Math.max(0, Math.min(100, ex.opacity ?? 100))),
+    },
+    locked: !!ex.locked,
+  };
+  const size = { width: clampNum(Math.abs(ex.width), 100_000), height: clampNum(Math.abs(ex.height), 100_000) };
+  const data = ex.customData as { kind?: string; latex?: string; fontSize?: number; label?: string; magnitude?: number | null; unit?: string } | undefined;
+  switch (ex.type) {
+    case 'freedraw': {
+      const pts = (ex.points ?? [[0, 0]]).slice(0, 4000);
+      const pr = ex.simulatePressure ? undefined : ex.pressures;
+      return { ...base, type: 'freehand', points: pts.map((p, i) => (pr && pr[i] !== undefined ? [clampNum(p[0]), clampNum(p[1]), Math.max(0, Math.min(1, pr[i]))] : [clampNum(p[0]), clampNum(p[1])])) as [number, number][] };
+    }
+    case 'rectangle':
+      if (data?.kind === 'formula') return { ...base, ...size, type: 'formula', latex: String(data.latex || 'x').slice(0, 2000), font_size: Number(data.fontSize) || 24 };
+      return { ...base, ...size, type: 'rectangle' };
+    case 'ellipse':
+    case 'diamond':
+      return { ...base, ...size, type: ex.type };
+    case 'line':
+    case 'arrow': {
+      const pts = (ex.points ?? []).slice(0, 500).map((p) => [clampNum(p[0]), clampNum(p[1])] as [number, number]);
+      if (pts.length < 2) pts.push([0, 0], [1, 1]);
+      if (data?.kind === 'vector' && ex.type === 'arrow') {
+        const last = pts[pts.length - 1];
+        return { ...base, type: 'vector', dx: last[0], dy: last[1], label: String(data.label ?? '').slice(0, 60), magnitude: typeof data.magnitude === 'number' ? data.magnitude : null, unit: String(data.unit ?? '').slice(0, 20) };
+      }
+      return {
+        ...base,
+        type: ex.type,
+        points: pts,
+        start_arrowhead: HEAD_TO_OURS[ex.startArrowhead ?? ''] ?? 'none',
+        end_arrowhead: HEAD_TO_OURS[ex.endArrowhead ?? ''] ?? 'none',
+      };
+    }
+    case 'text':
+      return {
+        ...base,
+        ...size,
+        type: 'text',
+        text: (ex.originalText || ex.text || ' ').slice(0, 10_000),
+        font_size: Math.max(4, Math.min(400, ex.fontSize ?? 20)),
+        font_family: FONT_TO_OURS(ex.fontFamily),
+        align: (['left', 'center', 'right'].includes(ex.textAlign ?? '') ? ex.textAlign : 'left') as 'left',
+      };
+  }
+  return null;
+}
+
+/** An Excalidraw element (skeleton: restoreElements fills the rest) for one of ours. */
+export function toExcalidraw(el: BoardElement, version: number, roughness: number): Partial<ExEl> & { id: string; type: string } {
+  const common = {
+    id: el.id,
+    x: el.x,
+    y: el.y,
+    angle: el.angle,
+    strokeColor: el.style.stroke,
+    backgroundColor: el.style.fill,
+    fillStyle: el.style.fill_style,
+    strokeWidth: el.style.stroke_width,
+    strokeStyle: el.style.stroke_style,
+    opacity: el.style.opacity,
+    roughness,
+    index: el.z,
+    locked: el.locked,
+    version,
+    versionNonce: Math.floor(Math.random() * 2 ** 31),
+    isDeleted: false,
+    groupIds: [],
+    frameId: null,
+    boundElements: null,
+    link: null,
+    updated: Date.now(),
+  };
+  switch (el.type) {
+    case 'freehand': {
+      const hasPressure = el.points.some((p) => p.length === 3);
+      const xs = el.points.map((p) => p[0]);
+      const ys = el.points.map((p) => p[1]);
+      return {
+        ...common,
+        type: 'freedraw',
+        points: el.points.map((p) => [p[0], p[1]] as [number, number]),
+        pressures: hasPressure ? el.points.map((p) => p[2] ?? 0.5) : [],
+        simulatePressure: !hasPressure,
+        width: Math.max(...xs) - Math.min(...xs),
+        height: Math.max(...ys) - Math.min(...ys),
+        lastCommittedPoint: null,
+      };
+    }
+    case 'rectangle':
+    case 'ellipse':
+    case 'diamond':
+      return { ...common, type: el.type, width: el.width, height: el.height, roundness: el.type === 'rectangle' ? { type: 3 } : { type: 2 } };
+    case 'formula':
+      // a white card: clickable anywhere (Excalidraw hit-tests transparent shapes on their outline only)
+      return { ...common, type: 'rectangle', strokeColor: 'transparent', backgroundColor: '#ffffff', fillStyle: 'solid', width: el.width, height: el.height, roundness: null, customData: { kind: 'formula', latex: el.latex, fontSize: el.font_size, color: el.style.stroke } };
+    case 'line':
+    case 'arrow': {
+      const xs = el.points.map((p) => p[0]);
+      const ys = el.points.map((p) => p[1]);
+      const head = (h: string) => (h === 'none' ? null : h);
+      return { ...common, type: el.type, points: el.points, width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys), startArrowhead: head(el.start_arrowhead), endArrowhead: head(el.end_arrowhead), roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null };
+    }
+    case 'vector':
+      return { ...common, type: 'arrow', points: [[0, 0], [el.dx, el.dy]], width: Math.abs(el.dx), height: Math.abs(el.dy), startArrowhead: null, endArrowhead: 'triangle', roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null, customData: { kind: 'vector', label: el.label, magnitude: el.magnitude, unit: el.unit } };
+    case 'text':
+      return { ...common, type: 'text', text: el.text, originalText: el.text, fontSize: el.font_size, fontFamily: OURS_TO_FONT[el.font_family], textAlign: el.align, verticalAlign: 'top', width: el.width, height: el.height, containerId: null, autoResize: true, lineHeight: 1.25 };
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The video call of a `full` lesson: a mesh of RTCPeerConnections, one per
+ * other participant, signalled through the gateway (rtc.offer / rtc.answer /
+ * rtc.ice, relayed only within the lesson). Of each pair, the participant
+ * with the smaller id makes the offer, so both sides agree without a round of
+ * negotiation. A lesson has a tutor and a few students; a mesh is the simplest
+ * thing that works at that size (docs/board.md, "Video call").
+ */
+export interface Peer {
+  id: string;
+  stream: MediaStream | null;
+  state: RTCPeerConnectionState;
+}
+
+type Signal =
+  | { type: 'rtc.offer'; to: string; sdp: string }
+  | { type: 'rtc.answer'; to: string; sdp: string }
+  | { type: 'rtc.ice'; to: string; candidate: RTCIceCandidateInit };
+
+export class Call {
+  local: MediaStream | null = null;
+  camera = false;
+  mic = false;
+  private pcs = new Map<string, { pc: RTCPeerConnection; peer: Peer; queued: RTCIceCandidateInit[] }>();
+
+  constructor(
+    private readonly me: string,
+    private readonly iceServers: RTCIceServer[],
+    private readonly send: (m: Signal) => void,
+    private readonly changed: () => void,
+  ) {}
+
+  /** Asks for camera and microphone; the call works receive-only when they are refused. */
+  async start(): Promise<void> {
+    try {
+      this.local = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 360 }, audio: true });
+      this.camera = true;
+      this.mic = true;
+    } catch {
+      this.local = null;
+    }
+    this.changed();
+  }
+
+  peers(): Peer[] {
+    return [...this.pcs.values()].map((p) => p.peer);
+  }
+
+  /** A participant is in the lesson: the one with the smaller id calls. */
+  peerPresent(id: string): void {
+    if (id === this.me || this.pcs.has(id)) return;
+    if (this.me < id) void this.offer(id);
+  }
+
+  peerLeft(id: string): void {
+    this.pcs.get(id)?.pc.close();
+    this.pcs.delete(id);
+    this.changed();
+  }
+
+  /** Forget every connection (the socket reconnected: peers are offered again). */
+  reset(): void {
+    for (const id of [...this.pcs.keys()]) this.peerLeft(id);
+  }
+
+  setCamera(on: boolean): void {
+    this.camera = on && !!this.local?.getVideoTracks().length;
+    for (const t of this.local?.getVideoTracks() ?? []) t.enabled = this.camera;
+    this.changed();
+  }
+
+  setMic(on: boolean): void {
+    this.mic = on && !!this.local?.getAudioTracks().length;
+    for (const t of this.local?.getAudioTracks() ?? []) t.enabled = this.mic;
+    this.changed();
+  }
+
+  async onOffer(from: string, sdp: string): Promise<void> {
+    this.pcs.get(from)?.pc.close();
+    const entry = this.connection(from);
+    await entry.pc.setRemoteDescription({ type: 'offer', sdp });
+    await this.drain(entry);
+    const answer = await entry.pc.createAnswer();
+    await entry.pc.setLocalDescription(answer);
+    this.send({ type: 'rtc.answer', to: from, sdp: answer.sdp ?? '' });
+  }
+
+  async onAnswer(from: string, sdp: string): Promise<void> {
+    const entry = this.pcs.get(from);
+    if (!entry || entry.pc.signalingState !== 'have-local-offer') return;
+    await entry.pc.setRemoteDescription({ type: 'answer', sdp });
+    await this.drain(entry);
+  }
+
+  async onIce(from: string, candidate: RTCIceCandidateInit): Promise<void> {
+    const entry = this.pcs.get(from);
+    if (!entry) return;
+    if (!entry.pc.remoteDescription) entry.queued.push(candidate);
+    else await entry.pc.addIceCandidate(candidate).catch(() => {});
+  }
+
+  stop(): void {
+    this.reset();
+    for (const t of this.local?.getTracks() ?? []) t.stop();
+  }
+
+  private async drain(entry: { pc: RTCPeerConnection; queued: RTCIceCandidateInit[] }): Promise<void> {
+    for (const c of entry.queued.splice(0)) await entry.pc.addIceCandidate(c).catch(() => {});
+  }
+
+  private connection(id: string) {
+    const pc = new RTCPeerConnection({ iceServers: this.iceServers });
+    const peer: Peer = { id, stream: null, state: 'new' };
+    const entry = { pc, peer, queued: [] as RTCIceCandidateInit[] };
+    this.pcs.set(id, entry);
+    if (this.local) for (const t of this.local.getTracks()) pc.addTrack(t, this.local);
+    else {
+      pc.addTransceiver('video', { direction: 'recvonly' });
+      pc.addTransceiver('audio', { direction: 'recvonly' });
+    }
+    pc.onicecandidate = (e) => {
+      if (e.candidate) this.send({ type: 'rtc.ice', to: id, candidate: e.candidate.toJSON() });
+    };
+    pc.ontrack = (e) => {
+      peer.stream = e.streams[0] ?? new MediaStream([e.track]);
+      this.changed();
+    };
+    pc.onconnectionstatechange = () => {
+      peer.state = pc.connectionState;
+      this.changed();
+    };
+    this.changed();
+    return entry;
+  }
+
+  private async offer(id: string): Promise<void> {
+    const entry = this.connection(id);
+    const offer = await entry.pc.createOffer();
+    await entry.pc.setLocalDescription(offer);
+    this.send({ type: 'rtc.offer', to: id, sdp: offer.sdp ?? '' });
+  }
+}

@@ -1,0 +1,94 @@
+import { useEffect, useRef, useState } from 'react';
+import { CHAT_MAX_CHARS, type Participant } from '../../../src/board/protocol.js';
+
+export interface ChatLine {
+  id: string;
+  from: { id: string; name: string; role: 'teacher' | 'student' };
+  text: string;
+  at: string;
+}
+
+/** Participants with their roles (and the teacher's controls), then the chat. */
+export function SidePanel(props: {
+  me: Participant;
+  participants: Participant[];
+  full: boolean;
+  chat: ChatLine[];
+  sendChat: (text: string) => boolean;
+  mute: (id: string, what: { camera?: boolean; mic?: boolean }) => void;
+  remove: (id: string) => void;
+}) {
+  const [draft, setDraft] = useState('');
+  const list = useRef<HTMLOListElement>(null);
+  useEffect(() => {
+    list.current?.scrollTo({ top: list.current.scrollHeight });
+  }, [props.chat.length]);
+  const teacher = props.me.role === 'teacher';
+  const people = [...props.participants].sort((a, b) => (a.role === b.role ? a.name.localeCompare(b.name) : a.role === 'teacher' ? -1 : 1));
+
+  return (
+    <aside className="side">
+      <section className="people" aria-label="Participants">
+        <h2>In the lesson · {people.length}</h2>
+        <ul data-testid="participants">
+          {people.map((p) => (
+            <li key={p.id} className={p.id === props.me.id ? 'me' : ''}>
+              <span className={`avatar ${p.role}`}>{p.name.slice(0, 1).toUpperCase()}</span>
+              <span className="name">
+                {p.name}
+                {p.id === props.me.id && <span className="you"> (you)</span>}
+              </span>
+              <span className={`role ${p.role}`}>{p.role === 'teacher' ? 'Teacher' : 'Student'}</span>
+              {props.full && (
+                <span className="media" aria-label="camera and microphone">
+                  <span className={p.camera ? 'on' : 'off'} title={p.camera ? 'Camera on' : 'Camera off'}>🎥</span>
+                  <span className={p.mic ? 'on' : 'off'} title={p.mic ? 'Microphone on' : 'Microphone off'}>🎙</span>
+                </span>
+              )}
+              {teacher && p.role === 'student' && (
+                <span className="controls">
+                  {props.full && (
+                    <>
+                      <button title="Turn off their microphone" disabled={!p.mic} onClick={() => props.mute(p.id, { mic: true })}>Mute</button>
+                      <button title="Turn off their camera" disabled={!p.camera} onClick={() => props.mute(p.id, { camera: true })}>Cam off</button>
+                    </>
+                  )}
+                  <button
+                    className="danger"
+                    title="Remove from the lesson"
+                    onClick={() => window.confirm(`Remove ${p.name} from the lesson? Their link will not let them back in.`) && props.remove(p.id)}
+                  >
+                    Remove
+                  </button>
+                </span>
+              )}
+            </li>
+          ))}
+        </ul>
+      </section>
+      <section className="chat" aria-label="Chat">
+        <h2>Chat</h2>
+        <ol ref={list} data-testid="chat">
+          {props.chat.length === 0 && <li className="empty">No messages yet. Say hello!</li>}
+          {props.chat.map((m) => (
+            <li key={m.id} className={m.from.id === props.me.id ? 'mine' : ''}>
+              <span className={`from ${m.from.role}`}>{m.from.name}</span>
+              <time>{new Date(m.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</time>
+              <p>{m.text}</p>
+            </li>
+          ))}
+        </ol>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            const text = draft.trim();
+            if (text && props.sendChat(text)) setDraft('');
+          }}
+        >
+          <input value={draft} maxLength={CHAT_MAX_CHARS} placeholder="Write a message…" onChange={(e) => setDraft(e.target.value)} aria-label="Message" />
+          <button type="submit" disabled={!draft.trim()}>Send</button>
+        </form>
+      </section>
+    </aside>
+  );
+}
