@@ -1,0 +1,164 @@
+/**
+ * bench/reports: latency of GET /usage and GET /calls over a year for a partner
+ * with 200,000 sessions (ten other partners hold as many), through the real API
+ * on loopback. Seeds a database of its own with SQL, prints median/p90/p99 per
+ * scenario and the EXPLAIN ANALYZE plan of every report query, then drops the
+ * database.
+ *
+ *   npm run bench:reports                       # full size, 40 samples per scenario
+ *   npm run bench:reports -- --keep             # keep the seeded database for a rerun
+ *   npm run bench:reports -- --reuse            # reuse a kept database (no seeding)
+ *   BENCH_SESSIONS=20000 BENCH_SAMPLES=10 npm run bench:reports   # a quick smoke run
+ */
+import postgres from 'postgres';
+import { Redis } from 'ioredis';
+import { loadConfig } from '../../src/config.js';
+import { createSql } from '../../src/db/index.js';
+import { migrate } from '../../src/db/migrate.js';
+import type { Deps } from '../../src/deps.js';
+import { createApiKey } from '../../src/domain/apiKeys.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { createLogger } from '../../src/logger.js';
+import { createRedis } from '../../src/redis.js';
+import { getCallsReport } from '../../src/reports/calls.js';
+import { moscowToday } from '../../src/reports/period.js';
+import { getUsageReport } from '../../src/reports/usage.js';
+import { startApi } from '../../src/server.js';
+import { partnerId, seed } from './seed.js';
+
+const args = new Set(process.argv.slice(2));
+const num = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
+const SESSIONS = num('BENCH_SESSIONS', 200_000);
+const PARTNERS = 11;
+const LESSONS = num('BENCH_LESSONS', 2_000);
+const SAMPLES = num('BENCH_SAMPLES', 40);
+const WARMUP = 3;
+const DB_NAME = 'lessons_bench_reports';
+const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
+const dbUrl = Object.assign(new URL(base), { pathname: `/${DB_NAME}` }).toString();
+const adminUrl = Object.assign(new URL(base), { pathname: '/postgres' }).toString();
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+const redisPrefix = `bench:reports:${process.pid}:`;
+const stopAt = Date.now() + num('BENCH_MAX_SECONDS', 900) * 1000; // hard bound on the whole run
+
+const bigint = { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) };
+const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+
+function checkTime() {
+  if (Date.now() > stopAt) throw new Error('bench time bound reached');
+}
+
+async function prepareDatabase(): Promise<void> {
+  const [exists] = await admin`SELECT 1 AS x FROM pg_database WHERE datname = ${DB_NAME}`;
+  if (args.has('--reuse') && exists) {
+    console.log(`reusing ${DB_NAME}`);
+    return;
+  }
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
+  await migrate(dbUrl);
+  const sql = postgres(dbUrl, { max: 1, onnotice: () => {}, types: { bigint } });
+  const t0 = Date.now();
+  await seed(sql, { partners: PARTNERS, lessons: LESSONS, sessions: SESSIONS, now: new Date() });
+  const t1 = Date.now();
+  await sql`VACUUM (ANALYZE)`;
+  const [counts] = await sql`SELECT (SELECT count(*) FROM sessions) AS sessions, (SELECT count(*) FROM usage_daily) AS usage_rows`;
+  console.log(`seeded ${counts.sessions} sessions, ${counts.usage_rows} usage_daily rows for ${PARTNERS} partners in ${((t1 - t0) / 1000).toFixed(1)} s (+ vacuum ${((Date.now() - t1) / 1000).toFixed(1)} s)`);
+  await sql.end();
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function measure(name: string, url: string, key: string): Promise<void> {
+  const once = async () => {
+    const t = performance.now();
+    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+    const body = await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${name}: ${res.status} ${Buffer.from(body).toString()}`);
+    return { ms: performance.now() - t, bytes: body.byteLength };
+  };
+  for (let i = 0; i < WARMUP; i++) await once();
+  const ms: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < SAMPLES; i++) {
+    checkTime();
+    const r = await once();
+    ms.push(r.ms);
+    bytes = r.bytes;
+  }
+  ms.sort((a, b) => a - b);
+  const f = (x: number) => x.toFixed(1).padStart(7);
+  console.log(`${name.padEnd(34)} median ${f(percentile(ms, 50))} ms  p90 ${f(percentile(ms, 90))} ms  p99 ${f(percentile(ms, 99))} ms  max ${f(ms[ms.length - 1])} ms  body ${(bytes / 1024).toFixed(0)} KiB  (n=${SAMPLES})`);
+}
+
+/** Captures the exact SQL the report functions send, then EXPLAIN ANALYZEs it with the same parameters. */
+async function explainReports(partner: string, period: { from: string; to: string }, deepOffset: number): Promise<void> {
+  const captured: { query: string; params: unknown[] }[] = [];
+  const capture = postgres(dbUrl, {
+    max: 1,
+    onnotice: () => {},
+    types: { bigint },
+    debug: (_c, query, params) => captured.push({ query, params }),
+  }) as unknown as Deps['sql'];
+  await getUsageReport(capture, partner, period, new Date());
+  await getCallsReport(capture, partner, period, { limit: 100, offset: deepOffset }, new Date());
+  const reportQueries = captured.filter((q) => /FROM usage_daily|FROM sessions/.test(q.query));
+  const titles = ['GET /usage, a year', `GET /calls page (limit 100, offset ${deepOffset})`, 'GET /calls totals, a year'];
+  for (const [i, q] of reportQueries.entries()) {
+    const plan = await capture.unsafe(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${q.query}`, q.params as never[]);
+    console.log(`\n--- plan: ${titles[i] ?? 'query'}\n${plan.map((r) => r['QUERY PLAN']).join('\n')}`);
+  }
+  await capture.end();
+}
+
+async function main(): Promise<void> {
+  await prepareDatabase();
+  const config = loadConfig({
+    DATABASE_URL: dbUrl,
+    REDIS_URL: redisUrl,
+    REDIS_KEY_PREFIX: redisPrefix,
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+  });
+  const deps: Deps = {
+    config,
+    sql: createSql(dbUrl, { max: 10 }),
+    redis: createRedis(redisUrl, redisPrefix),
+    clock: systemClock,
+    log: createLogger('warn'),
+  };
+  const api = await startApi(deps, 0);
+  try {
+    const partner = partnerId(1);
+    const { apiKey } = await createApiKey(deps.sql, partner);
+    const today = await moscowToday(deps.sql, new Date());
+    const from = new Date(Date.parse(`${today}T00:00:00Z`) - 364 * 86_400_000).toISOString().slice(0, 10);
+    const period = `from=${from}&to=${today}`;
+    const [{ count }] = await deps.sql<{ count: number }[]>`
+      SELECT count(*) AS count FROM sessions WHERE partner_id = ${partner}
+        AND started_at >= (${from}::date::timestamp AT TIME ZONE 'Europe/Moscow')`;
+    const deepOffset = Math.max(0, count - 100);
+    const root = `http://127.0.0.1:${api.port}/api/partner/v1`;
+    console.log(`\npartner ${partner}: ${count} sessions in ${from}..${today} (Moscow days); ${SAMPLES} sequential requests per scenario after ${WARMUP} warm-ups`);
+    await measure('GET /usage (a year)', `${root}/usage?${period}`, apiKey);
+    await measure('GET /calls (a year, first page)', `${root}/calls?${period}`, apiKey);
+    await measure(`GET /calls (a year, offset ${deepOffset})`, `${root}/calls?${period}&offset=${deepOffset}`, apiKey);
+    await measure('GET /calls (a year, limit 1000)', `${root}/calls?${period}&limit=1000`, apiKey);
+    await measure('GET /usage (default 30 days)', `${root}/usage`, apiKey);
+    await explainReports(partner, { from, to: today }, deepOffset);
+  } finally {
+    await api.close();
+    await deps.sql.end();
+    deps.redis.disconnect();
+    const redis = new Redis(redisUrl);
+    const keys = await redis.keys(`${redisPrefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+    if (!args.has('--keep')) await admin.unsafe(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+await main();
