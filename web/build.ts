@@ -16,7 +16,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const out = path.join(root, 'dist', 'web');
+/** WEB_OUT: another output folder (the browser tests build into a temporary one). */
+const out = process.env.WEB_OUT ? path.resolve(process.env.WEB_OUT) : path.join(root, 'dist', 'web');
 const assets = path.join(out, 'assets');
 /** URL path the gateway serves dist/web/assets under. */
 const PUBLIC_PATH = '/web/assets';

@@ -93,7 +93,7 @@ export function Board(props: {
           submit={submit}
         />
       )}
-      <div className="board-canvas" data-testid="board">
+      <div className="board-canvas" data-testid="board" data-elements={sceneEls.filter((e) => !e.isDeleted).length} data-seq={view?.seq ?? 0}>
         <Excalidraw
           excalidrawAPI={(api) => (apiRef.current = api)}
           onChange={onChange as never}
