@@ -1,29 +1,51 @@
 import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
-import { checkReadiness } from '../src/lib/readiness.js';
+import { listenForArchives } from './ArchiveListener.js';
+import { Gateway, type GatewayOptions } from './Gateway.js';
+import { Maintenance } from './Maintenance.js';
+import { createServer, listen } from './server.js';
+
+export type { GatewayOptions } from './Gateway.js';
+export type { GatewayFeature, GatewayApi, FeatureContext, HttpRoute, HttpReply } from './features.js';
+export { defineMessage } from './protocol/registry.js';
+export { CloseCode } from './protocol/closeCodes.js';
+
+export interface RunningGateway {
+  port: number;
+  gateway: Gateway;
+  maintenance: Maintenance;
+  /** Graceful stop: refuse upgrades, close sockets (1001), record their departures, drop the lease. */
+  close: () => Promise<void>;
+}
 
 /**
- * The realtime gateway (placeholder until the gateway issue lands): serves
- * /healthz and /readyz on GATEWAY_PORT.
+ * The realtime gateway on GATEWAY_PORT: GET /embed/<token>, the WebSocket at
+ * /ws?token=<token>, /healthz and /readyz (docs/protocol.md).
  */
-export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT): Promise<{ port: number; close: () => Promise<void> }> {
-  const app = uWS.App();
-  app.get('/healthz', (res) => {
-    res.cork(() => res.writeHeader('content-type', 'application/json').end('{"status":"ok"}'));
-  });
-  app.get('/readyz', (res) => {
-    let aborted = false;
-    res.onAborted(() => (aborted = true));
-    void checkReadiness(deps).then((r) => {
-      if (aborted) return;
-      res.cork(() => res.writeStatus(r.ready ? '200 OK' : '503 Service Unavailable').writeHeader('content-type', 'application/json').end(JSON.stringify(r)));
-    });
-  });
-  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(deps.config.HOST, port, (s) => (s ? resolve(s) : reject(new Error(`gateway cannot listen on ${port}`))));
-  });
+export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, options: GatewayOptions = {}): Promise<RunningGateway> {
+  const gateway = new Gateway(deps, options);
+  const server = createServer(gateway);
+  const maintenance = new Maintenance(gateway);
+  // Take the lease before serving, so other nodes never see our people without one.
+  await maintenance.guard('heartbeat', () => maintenance.heartbeat());
+  const unlisten = await listenForArchives(gateway);
+  maintenance.start();
+  const socket = await listen(server.app, deps.config.HOST, port);
+  let closing: Promise<void> | undefined;
   return {
     port: uWS.us_socket_local_port(socket),
-    close: async () => uWS.us_listen_socket_close(socket),
+    gateway,
+    maintenance,
+    close: () =>
+      (closing ??= (async () => {
+        maintenance.stop();
+        server.stopAccepting();
+        uWS.us_listen_socket_close(socket);
+        for (const room of [...gateway.rooms.values()]) for (const conn of [...room.conns]) conn.close('goingAway');
+        await gateway.idle();
+        await gateway.presence.leaveNode(gateway.nodeId).catch(() => undefined);
+        await unlisten().catch(() => undefined);
+        await gateway.bus.close();
+      })()),
   };
 }

@@ -1,0 +1,112 @@
+import {
+  archivedAmong,
+  findArchivedRunning,
+  findIdleSessions,
+  findOrphanSessions,
+} from '../src/metering/meters.js';
+import type { Gateway } from './Gateway.js';
+
+type Job = 'heartbeat' | 'flush' | 'sweep';
+
+/**
+ * The periodic work of a gateway node. Every rule here reads its time from
+ * deps.clock; the intervals only decide how soon a rule is noticed.
+ *
+ * - heartbeat (every lease/3): refresh this node's lease; re-register live
+ *   connections when Redis lost them; retry departures Redis missed; reap
+ *   nodes whose lease expired (their people stop counting, once).
+ * - flush (GATEWAY_METER_FLUSH_SECONDS): for lessons served here, claim the
+ *   periodic charge (one node per lesson and interval) and settle meters.
+ * - sweep: end sessions idle for SESSION_IDLE_SECONDS, sessions of archived
+ *   lessons, and orphans nobody vouched for; every node sweeps, the Lua
+ *   claims and idempotent Postgres writes make duplicates harmless.
+ */
+export class Maintenance {
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly busy = new Set<Job>();
+
+  constructor(private readonly gw: Gateway) {}
+
+  start(): void {
+    const t = this.gw.timing;
+    const every = (job: Job, ms: number, fn: () => Promise<void>) => {
+      const timer = setInterval(() => void this.guard(job, fn), ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every('heartbeat', t.heartbeatMs, () => this.heartbeat());
+    every('flush', t.flushMs, () => this.flush());
+    // jitter so that nodes started together do not sweep in lockstep
+    every('sweep', t.sweepMs + Math.floor(Math.random() * 200), () => this.sweep());
+  }
+
+  stop(): void {
+    for (const t of this.timers.splice(0)) clearInterval(t);
+  }
+
+  /** Runs one job unless the previous run of it is still going; errors are logged, never thrown. */
+  async guard(job: Job, fn: () => Promise<void>): Promise<void> {
+    if (this.busy.has(job)) return;
+    this.busy.add(job);
+    try {
+      await fn();
+    } catch (err) {
+      this.gw.log.warn({ err: (err as Error).message, job }, 'maintenance job failed');
+    } finally {
+      this.busy.delete(job);
+    }
+  }
+
+  async heartbeat(): Promise<void> {
+    const gw = this.gw;
+    const now = gw.now();
+    const { alive, expired } = await gw.presence.heartbeat(gw.nodeId, now);
+    if (!alive && gw.rooms.size > 0) await gw.reRegister();
+    if (gw.pendingLeaves.length > 0) await gw.retryPendingLeaves();
+    for (const dead of expired) {
+      const lessons = await gw.presence.reap(dead, now);
+      if (lessons.length > 0) gw.log.warn({ dead_node: dead, lessons: lessons.length }, 'reaped a node whose lease expired');
+      for (const l of lessons) gw.applyDeparture(l.lessonId, l.left, l, now);
+    }
+  }
+
+  async flush(): Promise<void> {
+    const gw = this.gw;
+    const now = gw.now();
+    const ids = [...gw.rooms.values()].filter((r) => r.present().length > 0).map((r) => r.lessonId);
+    const lost: string[] = [];
+    for (let i = 0; i < ids.length; i += 200) {
+      const results = await gw.presence.tick(ids.slice(i, i + 200), now);
+      for (const r of results) {
+        if (r.meter === null) lost.push(r.lessonId);
+        else if (r.effects.length > 0) void gw.meter.apply(r.lessonId, r, now);
+      }
+      await gw.meter.flush(results, now);
+    }
+    // Redis has no meter for lessons we serve: it lost its state.
+    if (lost.length > 0) await gw.reRegister(lost);
+  }
+
+  async sweep(): Promise<void> {
+    const gw = this.gw;
+    const { sql } = gw.deps;
+    const now = gw.now();
+    for (const c of await findIdleSessions(sql, new Date(now - gw.timing.idleMs))) {
+      const r = await gw.presence.claimEnd(c.lessonId, c.sessionId, now);
+      if (r.kind === 'end') await gw.meter.finishEnd(c.lessonId, r.meter, now);
+      else if (r.kind === 'orphan') await gw.meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
+    }
+    for (const c of await findArchivedRunning(sql)) {
+      const m = await gw.presence.archiveEnd(c.lessonId, c.since.getTime(), now);
+      if (m) await gw.meter.finishEnd(c.lessonId, m, now);
+      else await gw.meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
+    }
+    for (const c of await findOrphanSessions(sql, new Date(now - gw.timing.orphanMs))) {
+      const m = await gw.presence.orphan(c.lessonId, c.sessionId, now);
+      if (m) await gw.meter.remember(c.lessonId, m, 0, now);
+    }
+    // Archive notifications can be missed (LISTEN reconnecting): check the lessons served here.
+    const archived = await archivedAmong(sql, [...gw.rooms.keys()]);
+    for (const lessonId of archived.keys()) await gw.archived(lessonId);
+  }
+}

@@ -1,0 +1,86 @@
+import { createHash } from 'node:crypto';
+import type { Deps } from '../../src/deps.js';
+import { resolveLinkToken, type ResolvedLink } from '../../src/domain/links.js';
+
+export type Refusal = { ok: false; status: 401 | 403 | 410 | 429 | 503; code: string; message: string };
+export type LinkCheck = { ok: true; link: ResolvedLink } | Refusal;
+
+export const refusals = {
+  unauthorized: { ok: false, status: 401, code: 'unauthorized', message: 'Unknown or expired link' } as Refusal,
+  archived: { ok: false, status: 410, code: 'archived', message: 'The lesson was deleted' } as Refusal,
+  origin: { ok: false, status: 403, code: 'forbidden', message: 'Origin not allowed' } as Refusal,
+  perIp: { ok: false, status: 429, code: 'rate_limited', message: 'Too many connections from this address' } as Refusal,
+  unavailable: { ok: false, status: 503, code: 'unavailable', message: 'Service temporarily unavailable' } as Refusal,
+};
+
+const CACHE_MAX = 50_000;
+const ARCHIVED_MAX = 10_000;
+
+/**
+ * Who may open the participant page and the WebSocket: the link token (one
+ * index probe by its sha256, cached for GATEWAY_TOKEN_CACHE_SECONDS), its
+ * expiry (deps.clock), the lesson not archived, the Origin allowlist, and a
+ * per-IP connection cap (per node: docs/protocol.md).
+ *
+ * The cache is keyed by the token's hash, never the token. An archive is
+ * seen at once through `markArchived` (the gateway hears lesson_archived),
+ * so a cached link of a deleted lesson is refused without waiting for expiry.
+ */
+export class Admission {
+  private readonly cache = new Map<string, { link: ResolvedLink; at: number }>();
+  private readonly archived = new Map<string, true>();
+  private readonly perIp = new Map<string, number>();
+  private readonly ttlMs: number;
+  private readonly origins: Set<string>;
+
+  constructor(private readonly deps: Deps) {
+    this.ttlMs = deps.config.GATEWAY_TOKEN_CACHE_SECONDS * 1000;
+    this.origins = new Set(deps.config.GATEWAY_ALLOWED_ORIGINS.map((o) => o.replace(/\/+$/, '').toLowerCase()));
+  }
+
+  async checkLink(token: string | undefined): Promise<LinkCheck> {
+    if (!token) return refusals.unauthorized;
+    const now = this.deps.clock.now().getTime();
+    const key = createHash('sha256').update(token).digest('base64');
+    let entry = this.cache.get(key);
+    if (!entry || now - entry.at > this.ttlMs) {
+      const link = await resolveLinkToken(this.deps.sql, token);
+      if (!link) return refusals.unauthorized;
+      entry = { link, at: now };
+      if (this.ttlMs > 0) {
+        this.cache.delete(key);
+        this.cache.set(key, entry);
+        if (this.cache.size > CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+      }
+    }
+    const { link } = entry;
+    if (link.expires_at.getTime() <= now) return refusals.unauthorized;
+    if (link.archived || this.archived.has(link.lesson_id)) return refusals.archived;
+    return { ok: true, link };
+  }
+
+  /** An empty allowlist allows every origin; a request without Origin is not a browser and is allowed. */
+  originAllowed(origin: string | undefined): boolean {
+    if (this.origins.size === 0 || !origin) return true;
+    return this.origins.has(origin.replace(/\/+$/, '').toLowerCase());
+  }
+
+  /** Takes a connection slot of this address (upgrade in progress or open); false when the cap is reached. */
+  reserveIp(ip: string): boolean {
+    const n = this.perIp.get(ip) ?? 0;
+    if (n >= this.deps.config.GATEWAY_MAX_CONNECTIONS_PER_IP) return false;
+    this.perIp.set(ip, n + 1);
+    return true;
+  }
+
+  releaseIp(ip: string): void {
+    const n = (this.perIp.get(ip) ?? 1) - 1;
+    if (n <= 0) this.perIp.delete(ip);
+    else this.perIp.set(ip, n);
+  }
+
+  markArchived(lessonId: string): void {
+    this.archived.set(lessonId, true);
+    if (this.archived.size > ARCHIVED_MAX) this.archived.delete(this.archived.keys().next().value!);
+  }
+}

@@ -1,0 +1,158 @@
+import type { Deps } from '../../src/deps.js';
+import type { Logger } from '../../src/logger.js';
+import { recordMeteredTime } from '../../src/metering/charge.js';
+import { finishSession, saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
+import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
+import { KeyedQueue, mapLimit } from '../lib/KeyedQueue.js';
+import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
+import { meteredSeconds } from '../presence/RedisPresence.js';
+
+/** Charges in flight at once from one node's flush, so token lookups keep pool connections. */
+const FLUSH_CONCURRENCY = 4;
+
+/**
+ * Turns the meter transitions decided in Redis into Postgres writes: session
+ * start (lesson.started), charges at every pause and every flush (a
+ * watermark: replays and other nodes charge nothing twice), session end
+ * (lesson.ended), and the durable snapshot (lesson_meters). Work for one
+ * lesson runs in the order Redis decided it; lessons run in parallel.
+ */
+export class Meter {
+  private readonly queue: KeyedQueue;
+  /** session id -> cumulative seconds this node last charged (skips no-op flushes) */
+  private readonly charged = new Map<number, number>();
+  private readonly log: Logger;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly presence: Presence,
+  ) {
+    this.log = deps.log.child({ component: 'meter' });
+    this.queue = new KeyedQueue((err, lessonId) => this.log.error({ err, lesson_id: lessonId }, 'meter effect failed'));
+  }
+
+  /** Applies the Postgres side of a presence change, queued per lesson. */
+  apply(lessonId: string, change: Change, now: number): Promise<void> {
+    const m = change.meter;
+    if (!m || change.effects.length === 0) return Promise.resolve();
+    return this.queue.run(lessonId, () => this.applyNow(lessonId, m, change, now));
+  }
+
+  /** Ends the pending session end in `m` (idle sweep, archive), queued per lesson. */
+  finishEnd(lessonId: string, m: MeterState, now: number): Promise<void> {
+    return this.queue.run(lessonId, async () => {
+      const after = await this.finishEndNow(lessonId, m, now);
+      await this.snapshot(lessonId, after ?? m, 0, now, true);
+    });
+  }
+
+  /** Ends a running session Redis does not know (nobody present): its watermark stands. */
+  endUnknown(lessonId: string, sessionId: number, endedAt: Date, now: number): Promise<void> {
+    return this.queue.run(lessonId, async () => {
+      const { ended } = await endSession(this.deps.sql, { sessionId, endedAt, at: new Date(now) });
+      if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId }, 'orphan session ended');
+      this.charged.delete(sessionId);
+    });
+  }
+
+  /** Writes the durable snapshot of a meter (orphan reconciliation). */
+  remember(lessonId: string, m: MeterState, people: number, now: number): Promise<void> {
+    return this.queue.run(lessonId, () => this.snapshot(lessonId, m, people, now, true));
+  }
+
+  /**
+   * The periodic flush of the lessons this node claimed: charge running
+   * meters up to now (so GET /balance is live) and refresh their snapshots.
+   */
+  async flush(results: TickResult[], now: number): Promise<void> {
+    const due = results.filter((r) => r.due && r.meter && r.meter.sessionId !== null);
+    await mapLimit(due, FLUSH_CONCURRENCY, async (r) => {
+      const m = r.meter!;
+      const cum = meteredSeconds(m, now);
+      if (cum > (this.charged.get(m.sessionId!) ?? -1) || m.since !== null) {
+        await this.charge(m.sessionId!, cum, m.since !== null ? now : (m.pausedAt ?? now), m.peopleMax).catch((err) =>
+          this.log.error({ err, lesson_id: r.lessonId }, 'flush charge failed'),
+        );
+      }
+    });
+    const snaps = due.map((r) => toSnapshot(r.lessonId, r.meter!, r.count, now));
+    await saveMeterSnapshots(this.deps.sql, snaps).catch((err) => this.log.error({ err }, 'meter snapshot failed'));
+  }
+
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  private async applyNow(lessonId: string, m: MeterState, change: Change, now: number): Promise<void> {
+    const fx = change.effects;
+    let latest: MeterState = m;
+    let count = change.count;
+    let ended = false;
+    if (m.endSessionId !== null && (fx.includes('ended') || fx.includes('start'))) {
+      // A new session never starts before the previous one is ended in Postgres.
+      latest = (await this.finishEndNow(lessonId, m, now)) ?? latest;
+      ended = true;
+    }
+    if (fx.includes('start') && m.startAt !== null) {
+      const started = await this.start(lessonId, m.startAt, Math.max(2, m.peopleMax, count), now);
+      if (started) {
+        latest = started.meter ?? latest;
+        count = started.count;
+      }
+    }
+    if (fx.includes('pause') && m.sessionId !== null) {
+      await this.charge(m.sessionId, Math.floor(m.accMs / 1000), m.pausedAt ?? now, m.peopleMax);
+    }
+    await this.snapshot(lessonId, latest, count, now, ended);
+  }
+
+  private async start(lessonId: string, startAt: number, people: number, now: number) {
+    const [lesson] = await this.deps.sql<{ archived_at: Date | null }[]>`SELECT archived_at FROM lessons WHERE id = ${lessonId}`;
+    if (!lesson || lesson.archived_at) return undefined;
+    const { session, started } = await ensureSessionStarted(this.deps.sql, { lessonId, at: new Date(startAt), people });
+    // Adopting a session that was already running (another node, or Redis lost
+    // its meter): the watermark continues from what it has metered.
+    const base = started ? 0 : session.seconds * 1000;
+    const res = await this.presence.setSession(lessonId, session.id, startAt, base, now);
+    if (started) this.log.info({ lesson_id: lessonId, session_id: session.id }, 'session started');
+    return { meter: res.change.meter, count: res.change.count };
+  }
+
+  private async finishEndNow(lessonId: string, m: MeterState, now: number): Promise<MeterState | null> {
+    const sessionId = m.endSessionId!;
+    const { ended } = await finishSession(this.deps.sql, {
+      sessionId,
+      cumulativeSeconds: m.endSeconds,
+      chargeAt: new Date(m.endChargeAt ?? m.endAt ?? now),
+      endedAt: new Date(m.endAt ?? now),
+      at: new Date(now),
+    });
+    if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId, seconds: m.endSeconds }, 'session ended');
+    this.charged.delete(sessionId);
+    return this.presence.clearEnd(lessonId, sessionId, now);
+  }
+
+  private async charge(sessionId: number, cumulativeSeconds: number, at: number, people: number): Promise<void> {
+    await recordMeteredTime(this.deps.sql, { sessionId, cumulativeSeconds, at: new Date(at), people: people || undefined });
+    this.charged.set(sessionId, Math.max(cumulativeSeconds, this.charged.get(sessionId) ?? 0));
+  }
+
+  /** Snapshots matter only for lessons with a session (or one that just ended). */
+  private async snapshot(lessonId: string, m: MeterState, people: number, now: number, force: boolean): Promise<void> {
+    if (m.sessionId === null && !force) return;
+    await saveMeterSnapshots(this.deps.sql, [toSnapshot(lessonId, m, people, now)]);
+  }
+}
+
+function toSnapshot(lessonId: string, m: MeterState, people: number, now: number): MeterSnapshot {
+  return {
+    lessonId,
+    seq: m.seq,
+    sessionId: m.sessionId,
+    accMs: m.accMs,
+    runningSince: m.since !== null ? new Date(m.since) : null,
+    emptySince: m.emptySince !== null ? new Date(m.emptySince) : null,
+    people,
+    at: new Date(now),
+  };
+}

@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { defineMessage } from '../registry.js';
+
+const coordinate = z.number().min(-1e9).max(1e9);
+
+export const CursorMessage = z.object({
+  type: z.literal('cursor'),
+  x: coordinate,
+  y: coordinate,
+  /** board page the pointer is on */
+  page: z.string().min(1).max(64).optional(),
+});
+
+/**
+ * A pointer position, relayed at once to everyone else in the lesson on every
+ * node and never stored. Unknown fields are dropped, so the relayed frame
+ * carries only what the schema allows plus the sender's public id.
+ */
+export const cursor = defineMessage({
+  type: 'cursor',
+  schema: CursorMessage,
+  description: 'Pointer position; relayed to the others in the lesson as {type:"cursor", from, x, y, page?}. Ephemeral.',
+  handle({ conn, gateway }, msg) {
+    const frame = JSON.stringify({ type: 'cursor', from: conn.person.id, x: msg.x, y: msg.y, ...(msg.page ? { page: msg.page } : {}) });
+    gateway.broadcast(conn.lessonId, frame, { except: conn, ephemeral: true });
+  },
+});

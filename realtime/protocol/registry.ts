@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import type { ClientConnection } from '../ClientConnection.js';
+import type { GatewayApi } from '../features.js';
+
+/** What a message handler gets: the sender (present in its lesson) and the gateway's public face. */
+export interface MessageContext {
+  conn: ClientConnection;
+  gateway: GatewayApi;
+  /** ms of the injected clock when the frame arrived */
+  now: number;
+}
+
+/**
+ * One inbound message type: its zod schema (which also documents it, see
+ * protocol/describe.ts) and its handler. The board phase adds board ops,
+ * chat, signalling and teacher actions as more of these.
+ */
+export interface MessageDef<S extends z.ZodType = z.ZodType> {
+  type: string;
+  schema: S;
+  description: string;
+  handle(ctx: MessageContext, msg: z.infer<S>): void | Promise<void>;
+}
+
+export function defineMessage<S extends z.ZodType>(def: MessageDef<S>): MessageDef<S> {
+  return def;
+}
+
+export type ParseOutcome =
+  | { ok: true; def: MessageDef; msg: unknown }
+  | { ok: false; code: 'bad_json' | 'bad_message' | 'unknown_type' | 'invalid_message'; message: string; ref?: string };
+
+/** The inbound message types, by `type`. */
+export class MessageRegistry {
+  private readonly defs = new Map<string, MessageDef>();
+
+  register(...defs: MessageDef<any>[]): this {
+    for (const def of defs) {
+      if (this.defs.has(def.type)) throw new Error(`message type ${def.type} registered twice`);
+      this.defs.set(def.type, def as MessageDef);
+    }
+    return this;
+  }
+
+  all(): MessageDef[] {
+    return [...this.defs.values()];
+  }
+
+  /** Parses a text frame into a registered, valid message, or says precisely what is wrong. */
+  parse(text: string): ParseOutcome {
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      return { ok: false, code: 'bad_json', message: 'frame is not JSON' };
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data) || typeof (data as { type?: unknown }).type !== 'string') {
+      return { ok: false, code: 'bad_message', message: 'a message is a JSON object with a string "type"' };
+    }
+    const type = (data as { type: string }).type;
+    const def = this.defs.get(type);
+    if (!def) return { ok: false, code: 'unknown_type', message: 'unknown message type', ref: type.slice(0, 64) };
+    const parsed = def.schema.safeParse(data);
+    if (!parsed.success) {
+      const detail = parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.join('.') || '(message)'}: ${i.message}`)
+        .join('; ');
+      return { ok: false, code: 'invalid_message', message: detail, ref: type };
+    }
+    return { ok: true, def, msg: parsed.data };
+  }
+}
