@@ -2,8 +2,11 @@ import { afterAll } from 'vitest';
 import type { Clock } from '../../../src/lib/clock.js';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../../realtime/index.js';
 import { makeDeps } from '../../helpers/deps.js';
+import { isolatedEnv } from './isolation.js';
 
 export type TestGateway = RunningGateway & {
+  /** the environment of this node (DATABASE_URL, REDIS_KEY_PREFIX): pass it to another node or an API */
+  env: Record<string, string>;
   deps: ReturnType<typeof makeDeps>;
   wsUrl: (token: string) => string;
   httpUrl: (path: string) => string;
@@ -13,9 +16,15 @@ export type TestGateway = RunningGateway & {
   settle: () => Promise<void>;
 };
 
-/** A real uWS gateway on a free loopback port with real Postgres and Redis; closed after the file. */
+/**
+ * A real uWS gateway on a free loopback port with real Postgres and Redis;
+ * closed after the file. Without `env.DATABASE_URL` it gets a database and a
+ * Redis prefix of its own (helpers/isolation.ts); nodes of one test share them
+ * by passing the same env.
+ */
 export async function startTestGateway(opts: { env?: Record<string, string>; clock?: Clock; options?: GatewayOptions } = {}): Promise<TestGateway> {
-  const deps = makeDeps({ env: opts.env, clock: opts.clock });
+  const env = opts.env?.DATABASE_URL ? opts.env : { ...(await isolatedEnv()), ...opts.env };
+  const deps = makeDeps({ env, clock: opts.clock });
   const gw = await startGateway(deps, 0, opts.options);
   gw.maintenance.stop(); // tests drive maintenance themselves (maintain())
   afterAll(async () => {
@@ -31,6 +40,7 @@ export async function startTestGateway(opts: { env?: Record<string, string>; clo
   };
   return {
     ...gw,
+    env,
     deps,
     wsUrl: (token) => `ws://127.0.0.1:${gw.port}/ws?token=${encodeURIComponent(token)}`,
     httpUrl: (path) => `http://127.0.0.1:${gw.port}${path}`,
