@@ -73,7 +73,11 @@ export class Maintenance {
   async flush(): Promise<void> {
     const gw = this.gw;
     const now = gw.now();
-    const ids = [...gw.rooms.values()].filter((r) => r.present().length > 0).map((r) => r.lessonId);
+    let ids = [...gw.rooms.values()].filter((r) => r.present().length > 0).map((r) => r.lessonId);
+    // Never charge past a deletion whose notification we missed: those lessons end instead.
+    const archived = await archivedAmong(gw.deps.sql, ids);
+    for (const lessonId of archived.keys()) await gw.archived(lessonId);
+    if (archived.size > 0) ids = ids.filter((id) => !archived.has(id));
     const lost: string[] = [];
     for (let i = 0; i < ids.length; i += 200) {
       const results = await gw.presence.tick(ids.slice(i, i + 200), now);
