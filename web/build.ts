@@ -64,10 +64,10 @@ await writeFile(path.join(out, 'index.html'), index);
 const errorTemplate = await readFile(path.join(root, 'web', 'static', 'error.html'), 'utf8');
 await writeFile(path.join(out, 'error.html'), errorTemplate);
 const ERRORS: Record<string, [string, string, string]> = {
-  unknown: ['🔗', 'This link does not work', 'The link is not valid. Ask your teacher or the platform for a new link to the lesson.'],
-  expired: ['⌛', 'This link has expired', 'Links work for a limited time. Ask your teacher or the platform for a new link to the lesson.'],
-  archived: ['📕', 'This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
-  removed: ['🚪', 'You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
+  unknown: ['?', 'This link does not work', 'The link is not valid. Ask your teacher or the platform for a new link to the lesson.'],
+  expired: ['!', 'This link has expired', 'Links work for a limited time. Ask your teacher or the platform for a new link to the lesson.'],
+  archived: ['✓', 'This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
+  removed: ['×', 'You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
 };
 await mkdir(path.join(out, 'errors'));
 for (const [kind, [icon, title, message]] of Object.entries(ERRORS)) {

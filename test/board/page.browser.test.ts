@@ -89,10 +89,17 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
     await drawStroke(a, [300, 300], 300);
     await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= 1, null, { timeout: 10_000 });
 
+    // math mode: a LaTeX formula, rendered by KaTeX in the other page too
+    await a.locator('[data-testid=tool-formula]').click();
+    await a.getByRole('dialog', { name: 'Formula' }).locator('textarea').fill('x_{1,2} = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}');
+    await a.getByRole('button', { name: 'Insert' }).click();
+    await b.locator('.overlay-formula .katex').waitFor({ timeout: 10_000 });
+
     const read = await server.board.read(lesson.id);
-    expect(read.elements.map((e) => e.type)).toEqual(['freehand']);
+    expect(read.elements.map((e) => e.type).sort()).toEqual(['formula', 'freehand']);
     const snap = await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey });
-    expect(snap.body.elements).toHaveLength(1);
+    expect(snap.body.elements).toHaveLength(2);
+    expect(snap.body.elements.find((e: { type: string }) => e.type === 'formula').latex).toBe('x_{1,2} = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}');
     const preview = await fetch(`${api.base}/api/partner/v1/lessons/${lesson.id}/preview`, { headers: { authorization: `Bearer ${p.apiKey}` } });
     expect(preview.status).toBe(200);
 
@@ -114,11 +121,13 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
     const { lesson, teacher, student } = await lessonWithLinks('board_only', 'generic');
     const a = await open(teacher.url);
     const b = await open(student.url);
-    await drawStroke(a, [200, 200], 200);
+    await drawStroke(a, [350, 250], 200);
     await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= 1, null, { timeout: 10_000 });
-    server.dropAll();
+    server.dropAll(3000);
     await a.locator('[data-testid=connection]:not([data-state=open])').waitFor();
-    await drawStroke(a, [250, 400], 250); // drawn while disconnected
+    await drawStroke(a, [350, 450], 250); // drawn while disconnected
+    expect(await a.locator('[data-testid=connection]').getAttribute('data-state')).not.toBe('open');
+    expect(await elementsOn(b)).toBe(1);
     await a.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
     await b.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
     await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= 2, null, { timeout: 15_000 });

@@ -33,8 +33,8 @@ interface Client {
 export interface DevServer {
   port: number;
   board: BoardService;
-  /** drops every socket as a network cut would (the pages reconnect by themselves) */
-  dropAll: () => void;
+  /** drops every socket as a network cut would, refusing new ones for `outageMs` (the pages reconnect by themselves) */
+  dropAll: (outageMs?: number) => void;
   close: () => Promise<void>;
 }
 
@@ -170,7 +170,9 @@ export async function startDevServer(deps: Deps, port = 0, WEB = DEFAULT_WEB): P
 
   const http = createServer((req, res) => void onHttp(req, res).catch(() => res.writeHead(500).end()));
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  let outageUntil = 0;
   http.on('upgrade', (req, socket, head) => {
+    if (Date.now() < outageUntil) return void socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     const token = new URL(req.url ?? '/', 'http://x').searchParams.get('token') ?? '';
     void check(token).then((r) => {
       if (typeof r === 'string') {
@@ -186,7 +188,8 @@ export async function startDevServer(deps: Deps, port = 0, WEB = DEFAULT_WEB): P
   return {
     port: actual,
     board,
-    dropAll: () => {
+    dropAll: (outageMs = 0) => {
+      outageUntil = Date.now() + outageMs;
       for (const c of wss.clients) c.terminate();
     },
     close: async () => {

@@ -1,4 +1,5 @@
 import type { BoardOp } from '../../../src/board/schema.js';
+import { PinIcon } from '../ui/icons.js';
 import type { SyncView } from './sync.js';
 
 const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
@@ -27,7 +28,7 @@ export function PageBar(props: { view: SyncView; role: 'teacher' | 'student'; lo
           title={p.id === view.pinned ? 'Pinned by the teacher' : 'Double-click to rename'}
           data-testid={`page-tab-${i}`}
         >
-          {p.id === view.pinned && <span className="pin-icon">📌</span>}
+          {p.id === view.pinned && <PinIcon title="pinned" />}
           {p.name}
           {teacher && view.pages.length > 1 && p.id === view.page && (
             <span
@@ -57,11 +58,11 @@ export function PageBar(props: { view: SyncView; role: 'teacher' | 'student'; lo
       {teacher &&
         (view.pinned === view.page ? (
           <button className="pin-button active" onClick={() => props.submit({ type: 'page.pin', page_id: null })} data-testid="unpin">
-            📌 Unpin page
+            <PinIcon /> Unpin page
           </button>
         ) : (
           <button className="pin-button" onClick={() => props.submit({ type: 'page.pin', page_id: view.page })} data-testid="pin">
-            📌 Pin this page for everyone
+            <PinIcon /> Pin this page for everyone
           </button>
         ))}
       {!teacher && props.locked && <span className="pin-note">The teacher pinned this page</span>}

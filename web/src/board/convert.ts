@@ -91,7 +91,11 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
       return { ...base, type: 'freehand', points: pts.map((p, i) => (pr && pr[i] !== undefined ? [clampNum(p[0]), clampNum(p[1]), Math.max(0, Math.min(1, pr[i]))] : [clampNum(p[0]), clampNum(p[1])])) as [number, number][] };
     }
     case 'rectangle':
-      if (data?.kind === 'formula') return { ...base, ...size, type: 'formula', latex: String(data.latex || 'x').slice(0, 2000), font_size: Number(data.fontSize) || 24 };
+      if (data?.kind === 'formula') {
+        // the proxy rectangle is an invisible white card; the formula's own colour travels in customData
+        const c = typeof (data as { color?: unknown }).color === 'string' ? colour((data as { color: string }).color) : '#1e1e1e';
+        return { ...base, ...size, style: { ...base.style, stroke: c === 'transparent' ? '#1e1e1e' : c, fill: 'transparent' }, type: 'formula', latex: String(data.latex || 'x').slice(0, 2000), font_size: Number(data.fontSize) || 24 };
+      }
       return { ...base, ...size, type: 'rectangle' };
     case 'ellipse':
     case 'diamond':

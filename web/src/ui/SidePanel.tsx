@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { CHAT_MAX_CHARS, type Participant } from '../../../src/board/protocol.js';
+import { CameraIcon, MicIcon } from './icons.js';
 
 export interface ChatLine {
   id: string;
@@ -41,8 +42,8 @@ export function SidePanel(props: {
               <span className={`role ${p.role}`}>{p.role === 'teacher' ? 'Teacher' : 'Student'}</span>
               {props.full && (
                 <span className="media" aria-label="camera and microphone">
-                  <span className={p.camera ? 'on' : 'off'} title={p.camera ? 'Camera on' : 'Camera off'}>🎥</span>
-                  <span className={p.mic ? 'on' : 'off'} title={p.mic ? 'Microphone on' : 'Microphone off'}>🎙</span>
+                  <CameraIcon className={p.camera ? 'on' : 'off'} title={p.camera ? 'Camera on' : 'Camera off'} />
+                  <MicIcon className={p.mic ? 'on' : 'off'} title={p.mic ? 'Microphone on' : 'Microphone off'} />
                 </span>
               )}
               {teacher && p.role === 'student' && (

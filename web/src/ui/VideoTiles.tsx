@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'react';
 import type { Participant } from '../../../src/board/protocol.js';
 import type { Call } from '../rtc/call.js';
+import { CameraIcon, MicIcon } from './icons.js';
 
 function Tile({ stream, name, muted, self, camera }: { stream: MediaStream | null; name: string; muted: boolean; self?: boolean; camera: boolean }) {
   const ref = useRef<HTMLVideoElement>(null);
@@ -29,10 +30,10 @@ export function VideoTiles({ call, me, participants }: { call: Call; me: Partici
       </div>
       <div className="call-controls">
         <button className={call.mic ? 'on' : 'off'} disabled={!call.local} onClick={() => call.setMic(!call.mic)} data-testid="toggle-mic">
-          {call.mic ? '🎙 Mic on' : '🎙 Mic off'}
+          <MicIcon /> {call.mic ? 'Mic on' : 'Mic off'}
         </button>
         <button className={call.camera ? 'on' : 'off'} disabled={!call.local} onClick={() => call.setCamera(!call.camera)} data-testid="toggle-camera">
-          {call.camera ? '🎥 Camera on' : '🎥 Camera off'}
+          <CameraIcon /> {call.camera ? 'Camera on' : 'Camera off'}
         </button>
       </div>
     </section>
