@@ -139,7 +139,9 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     maxPayloadLength: config.GATEWAY_MAX_PAYLOAD_BYTES * 2,
     maxBackpressure: config.GATEWAY_MAX_BACKPRESSURE_BYTES,
     closeOnBackpressureLimit: 1,
-    idleTimeout: config.GATEWAY_IDLE_TIMEOUT_SECONDS,
+    // uWS counts idle time in 4-second ticks and rounds other values up (9 s
+    // closes at ~12 s): a multiple of 4 keeps the close within the setting.
+    idleTimeout: Math.max(8, Math.floor(config.GATEWAY_IDLE_TIMEOUT_SECONDS / 4) * 4),
     sendPingsAutomatically: true,
 
     upgrade(res, req, context) {

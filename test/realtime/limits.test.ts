@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/lib/clock.js';
+import { join, TestClient } from './helpers/client.js';
+import { lessonWithLinks } from './helpers/fixtures.js';
+import { startTestGateway } from './helpers/gateway.js';
+
+const clock = new ManualClock(new Date('2026-05-05T12:00:00Z'));
+const gw = await startTestGateway({
+  clock,
+  env: {
+    GATEWAY_MAX_PAYLOAD_BYTES: '2048',
+    GATEWAY_MESSAGES_PER_SECOND: '5',
+    GATEWAY_MESSAGE_BURST: '10',
+    GATEWAY_MAX_CONNECTIONS_PER_IP: '3',
+    GATEWAY_ALLOWED_ORIGINS: 'https://school.example, https://partner.example/',
+    GATEWAY_IDLE_TIMEOUT_SECONDS: '8',
+  },
+});
+const { sql } = gw.deps;
+const link = async (f: Awaited<ReturnType<typeof lessonWithLinks>>, user: string) => f.link(user, { at: clock.now() });
+let ipCounter = 10;
+/** a fresh loopback source address, so the per-IP cap of one test does not hit another */
+const ip = () => ({ localAddress: `127.0.0.${ipCounter++}` });
+
+describe('payload size', () => {
+  it('closes a connection that sends a frame over GATEWAY_MAX_PAYLOAD_BYTES with 4413', async () => {
+    const f = await lessonWithLinks(sql);
+    const a = await join(gw.wsUrl(await link(f, 'a')), ip());
+    a.send({ type: 'cursor', x: 1, y: 1, page: 'x'.repeat(2100) });
+    expect(await a.waitClosed()).toBe(4413);
+  });
+
+  it('cuts a frame far over the limit without reading it (uWS closes before the frame is buffered)', async () => {
+    const f = await lessonWithLinks(sql);
+    const a = await join(gw.wsUrl(await link(f, 'a')), ip());
+    a.send('x'.repeat(10_000));
+    expect([1006, 1009]).toContain(await a.waitClosed());
+  });
+});
+
+describe('message rate', () => {
+  it('drops frames over the rate with one rate_limited error, refills with time, and closes a client that keeps flooding with 4429', async () => {
+    const f = await lessonWithLinks(sql);
+    const a = await join(gw.wsUrl(await link(f, 'a')), ip());
+    const b = await join(gw.wsUrl(await link(f, 'b')), ip());
+    for (let i = 0; i < 12; i++) a.send({ type: 'cursor', x: i, y: 0 });
+    await a.waitType('error');
+    await b.waitFor((m) => m.type === 'cursor' && m.x === 9, 'the 10th cursor');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.of('cursor')).toHaveLength(10);
+    expect(a.of('error').map((e) => e.code)).toEqual(['rate_limited']);
+
+    clock.advance(1000); // 5 more tokens
+    for (let i = 100; i < 105; i++) a.send({ type: 'cursor', x: i, y: 0 });
+    await b.waitFor((m) => m.type === 'cursor' && m.x === 104, 'cursor after refill');
+
+    for (let i = 0; i < 30; i++) a.send({ type: 'cursor', x: -i, y: 0 });
+    expect(await a.waitClosed()).toBe(4429);
+    await b.close();
+  });
+});
+
+describe('connections per address', () => {
+  it('refuses the upgrade over GATEWAY_MAX_CONNECTIONS_PER_IP with 429, counts per source address, and frees the slot on close', async () => {
+    const f = await lessonWithLinks(sql);
+    const addr = ip();
+    const open = [];
+    for (let i = 0; i < 3; i++) open.push(await join(gw.wsUrl(await link(f, `p${i}`)), addr));
+    const fourth = new TestClient(gw.wsUrl(await link(f, 'p4')), addr);
+    await expect(fourth.opened).rejects.toThrow(/429/);
+    const elsewhere = await join(gw.wsUrl(await link(f, 'p5')), ip());
+    await open[0].close();
+    await new Promise((r) => setTimeout(r, 50));
+    const again = await join(gw.wsUrl(await link(f, 'p6')), addr);
+    await Promise.all([...open.slice(1), elsewhere, again].map((c) => c.close()));
+  });
+});
+
+describe('Origin allowlist', () => {
+  it('refuses a browser from another origin with 403 and accepts listed origins and non-browser clients', async () => {
+    const f = await lessonWithLinks(sql);
+    const evil = new TestClient(gw.wsUrl(await link(f, 'e')), { ...ip(), origin: 'https://evil.example' });
+    await expect(evil.opened).rejects.toThrow(/403/);
+    const ok1 = await join(gw.wsUrl(await link(f, 'o1')), { ...ip(), origin: 'https://school.example' });
+    const ok2 = await join(gw.wsUrl(await link(f, 'o2')), { ...ip(), origin: 'https://PARTNER.example' });
+    const cli = await join(gw.wsUrl(await link(f, 'o3')), ip());
+    await Promise.all([ok1, ok2, cli].map((c) => c.close()));
+  });
+});
+
+describe('idle timeout', () => {
+  it('stops counting a half-open client (no pongs, no frames) as present within GATEWAY_IDLE_TIMEOUT_SECONDS', async () => {
+    const f = await lessonWithLinks(sql);
+    const watcher = await join(gw.wsUrl(await link(f, 'w')), ip());
+    const t0 = Date.now();
+    const silent = await join(gw.wsUrl(await link(f, 'silent')), { ...ip(), autoPong: false });
+    // the watcher keeps its connection alive by answering pings (ws does that by default)
+    await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 12_000);
+    const elapsed = (Date.now() - t0) / 1000;
+    expect(elapsed).toBeLessThanOrEqual(8.5);
+    expect(elapsed).toBeGreaterThan(6);
+    expect(watcher.ws.readyState).toBe(watcher.ws.OPEN);
+    void silent;
+    await watcher.close();
+  }, 20_000);
+});
+
+describe('backpressure', () => {
+  it('closes a client that never reads instead of buffering for it without bound; the others carry on', async () => {
+    // a node with the smallest backpressure limit and no practical rate limit
+    const node = await startTestGateway({ env: { GATEWAY_MAX_BACKPRESSURE_BYTES: '16384', GATEWAY_MESSAGES_PER_SECOND: '1000000', GATEWAY_MESSAGE_BURST: '1000000' } });
+    const f = await lessonWithLinks(node.deps.sql);
+    const watcher = await join(node.wsUrl(await f.link('w')), ip());
+    const sleeper = await join(node.wsUrl(await f.link('sleepy')), ip());
+    const sleeperId = sleeper.of('welcome')[0].you.id;
+    (sleeper.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    // 40k relayed frames of ~140 bytes: more than the kernel buffers take (a few MB)
+    const sender = await join(node.wsUrl(await f.link('s')), ip());
+    const page = 'p'.repeat(64);
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 1000; i++) sender.send({ type: 'cursor', x: round, y: i, page });
+      await new Promise((r) => setTimeout(r, 10));
+      if (watcher.of('presence').some((m) => m.event === 'left')) break;
+    }
+    const left = await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the sleeper removed', 10_000);
+    expect(left.person.id).toBe(sleeperId);
+    expect(sender.ws.readyState).toBe(sender.ws.OPEN);
+    await Promise.all([watcher.close(), sender.close()]);
+  }, 30_000);
+});
+
