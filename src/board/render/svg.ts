@@ -99,9 +99,11 @@ function arrowhead(kind: string, tip: [number, number], from: [number, number], 
 }
 
 /**
- * A smooth path through pen points (quadratic curves through the midpoints).
- * Points closer than `tolerance` to the last kept one are dropped: they would
- * not move a pixel of the thumbnail, and long strokes dominate render time.
+ * A path through pen points. Points closer than `tolerance` to the last kept
+ * one are dropped: they would not move a pixel of the thumbnail, and long
+ * strokes dominate render time. Shrunk pages (tolerance >= 0.5) use straight
+ * segments between the kept points, which are under a pixel apart anyway;
+ * otherwise quadratic curves through the midpoints smooth the stroke.
  */
 function freehandPath(all: number[][], tolerance: number): string {
   const points: number[][] = [all[0]];
@@ -110,14 +112,19 @@ function freehandPath(all: number[][], tolerance: number): string {
     if (i === all.length - 1 || Math.abs(all[i][0] - last[0]) + Math.abs(all[i][1] - last[1]) >= tolerance) points.push(all[i]);
   }
   if (points.length === 1) return `M${n(points[0][0])} ${n(points[0][1])}l0.1 0`;
-  let d = `M${n(points[0][0])} ${n(points[0][1])}`;
+  const parts: string[] = [`M${n(points[0][0])} ${n(points[0][1])}`];
+  if (tolerance >= 0.5) {
+    for (let i = 1; i < points.length; i++) parts.push(`L${n(points[i][0])} ${n(points[i][1])}`);
+    return parts.join('');
+  }
   for (let i = 1; i < points.length - 1; i++) {
     const [x, y] = points[i];
     const [nx, ny] = points[i + 1];
-    d += `Q${n(x)} ${n(y)} ${n((x + nx) / 2)} ${n((y + ny) / 2)}`;
+    parts.push(`Q${n(x)} ${n(y)} ${n((x + nx) / 2)} ${n((y + ny) / 2)}`);
   }
   const last = points[points.length - 1];
-  return `${d}L${n(last[0])} ${n(last[1])}`;
+  parts.push(`L${n(last[0])} ${n(last[1])}`);
+  return parts.join('');
 }
 
 function textLines(x: number, lines: string[], size: number): string {
@@ -213,8 +220,8 @@ export function renderPageSvg(
   if (width > height * 2) height = width / 2;
   const x0 = cx - width / 2;
   const y0 = cy - height / 2;
-  // half an output pixel, in scene units
-  const tolerance = opts.outputWidth ? (0.5 * width) / opts.outputWidth : 0;
+  // 0.8 of an output pixel, in scene units
+  const tolerance = opts.outputWidth ? (0.8 * width) / opts.outputWidth : 0;
   unit = tolerance >= 0.5 ? 1 : 10;
   const patterns = new Set<string>();
   const body = elements.map((el) => elementSvg(el, patterns, tolerance));

@@ -1,0 +1,167 @@
+/**
+ * `npm run bench:board`: the board figures that do not need the gateway
+ * (docs/benchmarks.md, "Board"). Every load targets 127.0.0.1, every loop is
+ * bounded in count and time. Uses its own database and Redis prefix, removed
+ * at the end.
+ *
+ *   - preview render time of a 2,000-element page (target: under 200 ms), two mixes
+ *   - GET /lessons/{id}/snapshot latency (2,000 and 50 elements) through the real API
+ *   - GET /lessons/{id}/preview latency: cached picture vs. rendered on read
+ *   - operation sequencing latency (submit -> durable ack) with 30 people drawing at a human rate
+ *
+ * Options: RUNS (default 15) renders per mix; DRAW_SECONDS (default 5).
+ */
+import postgres from 'postgres';
+import { loadConfig } from '../../src/config.js';
+import { createSql } from '../../src/db/index.js';
+import { migrate } from '../../src/db/migrate.js';
+import type { Deps } from '../../src/deps.js';
+import { createApiKey } from '../../src/domain/apiKeys.js';
+import { createLesson } from '../../src/domain/lessons.js';
+import { createPartner } from '../../src/domain/partners.js';
+import { randomBase62 } from '../../src/lib/crypto.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { createLogger } from '../../src/logger.js';
+import { createRedis } from '../../src/redis.js';
+import { startApi } from '../../src/server.js';
+import { renderPagePng } from '../../src/board/render/png.js';
+import { renderPageSvg } from '../../src/board/render/svg.js';
+import { BoardService } from '../../src/board/service.js';
+import type { BoardElement } from '../../src/board/schema.js';
+import { handwritingPage, textHeavyPage } from './pages.js';
+
+const RUNS = Number(process.env.RUNS ?? 15);
+const DRAW_SECONDS = Math.min(30, Number(process.env.DRAW_SECONDS ?? 5));
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const ms = (v: number) => `${v.toFixed(1)} ms`;
+const line = (label: string, xs: number[]) =>
+  console.log(`  ${label.padEnd(50)} median ${ms(pct(xs, 50)).padStart(9)}  p90 ${ms(pct(xs, 90)).padStart(9)}  p99 ${ms(pct(xs, 99)).padStart(9)}  (n=${xs.length})`);
+
+async function time<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
+  const t = performance.now();
+  const r = await fn();
+  return [performance.now() - t, r];
+}
+
+async function previewRender(): Promise<void> {
+  console.log(`\nPreview render of one 2,000-element page (SVG build + resvg, 800 px wide), ${RUNS} runs each`);
+  for (const [name, page] of [['handwriting-heavy mix (70% strokes, 10% text)', handwritingPage(2000)], ['text-heavy mix (20% text, 20% strokes)', textHeavyPage(2000)]] as const) {
+    await renderPagePng(page, 800); // warm-up: font loading, code paths
+    const total: number[] = [];
+    const svg: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      total.push((await time(() => renderPagePng(page, 800)))[0]);
+      svg.push((await time(() => renderPageSvg(page, { outputWidth: 800 })))[0]);
+    }
+    line(`${name}: total`, total);
+    line('  of which SVG build (JS)', svg);
+  }
+}
+
+async function main(): Promise<void> {
+  const base = loadConfig();
+  const run = `${Date.now().toString(36)}${randomBase62(4).toLowerCase()}`;
+  const url = new URL(base.DATABASE_URL);
+  url.pathname = `/lessons_bench_board_${run}`;
+  const config = loadConfig({ ...process.env, DATABASE_URL: url.toString(), REDIS_KEY_PREFIX: `bench:board:${run}:`, LOG_LEVEL: 'silent', API_PORT: '0', HOST: '127.0.0.1' });
+  await migrate(config.DATABASE_URL);
+  const deps: Deps = { config, sql: createSql(config.DATABASE_URL, { max: 10 }), redis: createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX), clock: systemClock, log: createLogger('silent') };
+  const board = new BoardService(deps, { previewDebounceMs: 60_000 });
+  const api = await startApi(deps, 0);
+  try {
+    console.log(`bench/board on ${process.platform}, node ${process.version}, ${(await import('node:os')).cpus().length} cores`);
+    await previewRender();
+
+    const partner = await createPartner(deps.sql, { name: 'bench' });
+    const { apiKey } = await createApiKey(deps.sql, partner.id);
+    const get = async (path: string) => {
+      const res = await fetch(`http://127.0.0.1:${api.port}/api/partner/v1${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
+    };
+    const teacher = { role: 'teacher' as const };
+    const fill = async (lessonId: string, els: BoardElement[]) => {
+      for (let i = 0; i < els.length; i += 100) await board.submit(lessonId, { type: 'element.add', elements: els.slice(i, i + 100) }, teacher);
+    };
+
+    console.log('\nGET /lessons/{id}/snapshot through the API (HTTP on loopback), 40 requests each');
+    for (const n of [2000, 50]) {
+      const lesson = await createLesson(deps.sql, partner, { title: `snap ${n}` }, new Date());
+      await fill(lesson.id, handwritingPage(n));
+      await get(`/lessons/${lesson.id}/snapshot`);
+      const xs: number[] = [];
+      for (let i = 0; i < 40; i++) xs.push((await time(() => get(`/lessons/${lesson.id}/snapshot`)))[0]);
+      line(`${n} elements`, xs);
+    }
+
+    console.log('\nGET /lessons/{id}/preview through the API, 2,000-element page');
+    const pv = await createLesson(deps.sql, partner, { title: 'preview' }, new Date());
+    await fill(pv.id, handwritingPage(2000));
+    const stale: number[] = [];
+    for (let i = 0; i < Math.min(RUNS, 10); i++) {
+      await board.submit(pv.id, { type: 'element.update', elements: [{ ...handwritingPage(1)[0], x: i }] }, teacher);
+      stale.push((await time(() => get(`/lessons/${pv.id}/preview`)))[0]);
+    }
+    const cached: number[] = [];
+    for (let i = 0; i < 40; i++) cached.push((await time(() => get(`/lessons/${pv.id}/preview`)))[0]);
+    line('board changed since last render (renders on read)', stale);
+    line('current picture cached in Postgres', cached);
+
+    console.log(`\nSequencing: 30 people in one lesson drawing at a human rate for ${DRAW_SECONDS} s (one node, no gateway)`);
+    const lesson = await createLesson(deps.sql, partner, { title: 'draw' }, new Date());
+    const acks: number[] = [];
+    let ops = 0;
+    const txBefore = await xactCommit(deps);
+    const cpu0 = process.cpuUsage();
+    const end = Date.now() + DRAW_SECONDS * 1000;
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, who) => {
+        // a person: a stroke grows for ~1 s with an update every 80 ms (the page batches at 60 ms), then a pause of ~1 s
+        let k = 0;
+        while (Date.now() < end) {
+          const id = `p${who}s${k++}`;
+          const pts: [number, number][] = [];
+          for (let step = 0; step < 12 && Date.now() < end; step++) {
+            for (let j = 0; j < 5; j++) pts.push([pts.length * 2, Math.round(Math.sin(pts.length / 4) * 10)]);
+            const el = { ...handwritingPage(1)[0], id, x: who * 50, y: k * 30, points: [...pts] };
+            const [t] = await time(() => board.submit(lesson.id, { type: step === 0 ? 'element.add' : 'element.update', elements: [el] }, teacher));
+            acks.push(t);
+            ops++;
+            await new Promise((r) => setTimeout(r, 80));
+          }
+          await new Promise((r) => setTimeout(r, 800 + Math.random() * 400));
+        }
+      }),
+    );
+    const cpu = process.cpuUsage(cpu0);
+    const tx = (await xactCommit(deps)) - txBefore;
+    line(`submit -> durable ack (${ops} ops, ${(ops / DRAW_SECONDS).toFixed(0)} ops/s)`, acks);
+    console.log(`  Postgres transactions: ${tx} (${(ops / Math.max(1, tx)).toFixed(2)} ops per transaction, group commit)`);
+    console.log(`  this process's CPU: ${(((cpu.user + cpu.system) / 1e6 / ops) * 1000).toFixed(3)} s per 1,000 operations`);
+  } finally {
+    await board.close();
+    await api.close();
+    await deps.sql.end({ timeout: 5 });
+    const keys = await deps.redis.keys('*').catch(() => [] as string[]);
+    if (keys.length) await deps.redis.del(...keys.map((k) => k.slice(config.REDIS_KEY_PREFIX.length)));
+    deps.redis.disconnect();
+    const admin = new URL(base.DATABASE_URL);
+    admin.pathname = '/postgres';
+    const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`DROP DATABASE IF EXISTS "lessons_bench_board_${run}" WITH (FORCE)`);
+    await sql.end();
+  }
+}
+
+/** Committed transactions of the bench database so far (pg_stat_database). */
+async function xactCommit(deps: Deps): Promise<number> {
+  await deps.sql`SELECT pg_stat_clear_snapshot()`;
+  const [r] = await deps.sql<{ n: number }[]>`SELECT xact_commit::int8 AS n FROM pg_stat_database WHERE datname = current_database()`;
+  return r.n;
+}
+
+await main();
