@@ -40,7 +40,10 @@ export const ClientMessages = {
   'teacher.remove': z.object({ type: z.literal('teacher.remove'), participant_id: participantId }).strict(),
 } as const;
 
-export const ClientMessageSchema = z.discriminatedUnion('type', Object.values(ClientMessages) as unknown as [z.ZodObject, ...z.ZodObject[]]);
+const C = ClientMessages;
+export const ClientMessageSchema = z.discriminatedUnion('type', [
+  C['board.op'], C['board.sync'], C['chat.send'], C['rtc.offer'], C['rtc.answer'], C['rtc.ice'], C['media.state'], C['teacher.mute'], C['teacher.remove'],
+]);
 export type ClientMessage = { [K in keyof typeof ClientMessages]: z.infer<(typeof ClientMessages)[K]> }[keyof typeof ClientMessages];
 
 // ---- server -> client ----

@@ -3,17 +3,19 @@ import type { BoardElement } from '../../src/board/schema.js';
 /** Elements in the board format (docs/snapshot-format.md), with every default filled in. */
 const style = { stroke: '#1e1e1e', fill: 'transparent', stroke_width: 2, stroke_style: 'solid', fill_style: 'solid', opacity: 100 } as const;
 
-export function rect(id: string, o: Partial<Extract<BoardElement, { type: 'rectangle' }>> = {}): BoardElement {
-  return { id, page_id: 'page-1', z: 'a0', x: 10, y: 20, angle: 0, style: { ...style }, locked: false, type: 'rectangle', width: 100, height: 50, ...o };
+type Fields = Record<string, unknown>;
+
+export function rect(id: string, o: Fields = {}): BoardElement {
+  return { id, page_id: 'page-1', z: 'a0', x: 10, y: 20, angle: 0, style: { ...style }, locked: false, type: 'rectangle', width: 100, height: 50, ...o } as BoardElement;
 }
 
-export function stroke(id: string, points = 20, o: Partial<Extract<BoardElement, { type: 'freehand' }>> = {}): BoardElement {
+export function stroke(id: string, points = 20, o: Fields = {}): BoardElement {
   const pts = Array.from({ length: points }, (_, i) => [i * 3, Math.round(Math.sin(i / 3) * 20)] as [number, number]);
-  return { id, page_id: 'page-1', z: 'a1', x: 0, y: 0, angle: 0, style: { ...style, stroke: '#e03131' }, locked: false, type: 'freehand', points: pts, ...o };
+  return { id, page_id: 'page-1', z: 'a1', x: 0, y: 0, angle: 0, style: { ...style, stroke: '#e03131' }, locked: false, type: 'freehand', points: pts, ...o } as BoardElement;
 }
 
-export function text(id: string, t: string, o: Partial<Extract<BoardElement, { type: 'text' }>> = {}): BoardElement {
-  return { id, page_id: 'page-1', z: 'a2', x: 0, y: 100, angle: 0, style: { ...style }, locked: false, type: 'text', text: t, font_size: 20, font_family: 'hand', align: 'left', width: 200, height: 25, ...o };
+export function text(id: string, t: string, o: Fields = {}): BoardElement {
+  return { id, page_id: 'page-1', z: 'a2', x: 0, y: 100, angle: 0, style: { ...style }, locked: false, type: 'text', text: t, font_size: 20, font_family: 'hand', align: 'left', width: 200, height: 25, ...o } as BoardElement;
 }
 
 /** A page of `count` mixed elements, like a busy lesson (used by the preview test and bench/board). */

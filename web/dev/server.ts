@@ -103,8 +103,9 @@ export async function startDevServer(deps: Deps, port = 0, WEB = DEFAULT_WEB): P
     });
     client.leave = sub.leave;
     room.add(client);
-    send(client, { type: 'welcome', you: me, participants: [...room].filter((c) => c !== client).map((c) => c.me), lesson: { title: link.lesson_title, mode: link.lesson_mode, subject_mode: link.subject_mode }, ice_servers: deps.config.ICE_SERVERS });
-    for (const o of others(client)) send(o, { type: 'presence', event: 'joined', participant: me });
+    // welcome and presence have the gateway's shapes (docs/protocol.md); the board feature adds ice_servers
+    send(client, { type: 'welcome', protocol: 1, you: me, people: [...room].map((c) => c.me), lesson: { id: link.lesson_id, title: link.lesson_title, mode: link.lesson_mode, subject_mode: link.subject_mode }, ice_servers: deps.config.ICE_SERVERS });
+    for (const o of others(client)) send(o, { type: 'presence', event: 'joined', person: me, count: room.size });
 
     ws.on('message', async (data) => {
       let parsed;
@@ -164,7 +165,7 @@ export async function startDevServer(deps: Deps, port = 0, WEB = DEFAULT_WEB): P
     ws.on('close', () => {
       room.delete(client);
       client.leave();
-      for (const o of room) send(o, { type: 'presence', event: 'left', participant: me });
+      for (const o of room) send(o, { type: 'presence', event: 'left', person: me, count: room.size });
     });
   }
 

@@ -7,11 +7,12 @@ import { Call } from './rtc/call.js';
 import { SidePanel, type ChatLine } from './ui/SidePanel.js';
 import { VideoTiles } from './ui/VideoTiles.js';
 
-/** The gateway's first message (docs/board-protocol.md, "What the page expects from the gateway"). */
+/** The gateway's first message (docs/protocol.md; the board feature adds `ice_servers`). */
 interface Welcome {
   type: 'welcome';
   you: Participant;
-  participants: Participant[];
+  /** everyone present, me included */
+  people: Participant[];
   lesson: { title: string; mode: 'full' | 'board_only'; subject_mode: SubjectMode };
   ice_servers?: RTCIceServer[];
 }
@@ -59,28 +60,38 @@ export function App({ token }: { token: string }) {
     switch (msg.type) {
       case 'welcome': {
         const w = msg as Welcome;
+        const others = (w.people ?? []).filter((p) => p.id !== w.you.id);
         setWelcome(w);
-        setParticipants(uniq([w.you, ...w.participants]));
+        setParticipants(uniq([w.you, ...others]));
         if (board.current) board.current.connected();
         if (w.lesson.mode === 'full') {
           if (!call.current) {
             call.current = new Call(w.you.id, w.ice_servers ?? [], (m) => send(m), rerender);
             void call.current.start().then(() => {
               send({ type: 'media.state', camera: call.current!.camera, mic: call.current!.mic });
-              for (const p of w.participants) call.current!.peerPresent(p.id);
+              for (const p of others) call.current!.peerPresent(p.id);
             });
           } else {
             call.current.reset();
-            for (const p of w.participants) call.current.peerPresent(p.id);
+            for (const p of others) call.current.peerPresent(p.id);
           }
         }
         return;
       }
       case 'presence': {
-        const { event, participant } = msg as unknown as { event: 'joined' | 'left'; participant: Participant };
-        setParticipants((ps) => (event === 'joined' ? uniq([...ps, participant]) : ps.filter((p) => p.id !== participant.id)));
-        if (event === 'joined') call.current?.peerPresent(participant.id);
-        else call.current?.peerLeft(participant.id);
+        // docs/protocol.md: joined/left carry `person`; sync carries everyone present
+        const m = msg as unknown as { event: 'joined' | 'left' | 'sync'; person?: Participant; people?: Participant[] };
+        if (m.event === 'sync' && m.people) {
+          const ids = new Set(m.people.map((p) => p.id));
+          setParticipants((ps) => uniq([...ps.filter((p) => ids.has(p.id)), ...m.people!]));
+          for (const p of m.people) call.current?.peerPresent(p.id);
+          return;
+        }
+        if (!m.person) return;
+        const person = m.person;
+        setParticipants((ps) => (m.event === 'joined' ? uniq([...ps, person]) : ps.filter((p) => p.id !== person.id)));
+        if (m.event === 'joined') call.current?.peerPresent(person.id);
+        else call.current?.peerLeft(person.id);
         return;
       }
       case 'chat':
@@ -188,7 +199,10 @@ export function App({ token }: { token: string }) {
 
 function uniq(ps: Participant[]): Participant[] {
   const m = new Map<string, Participant>();
-  for (const p of ps) m.set(p.id, { ...m.get(p.id), ...p, camera: p.camera ?? false, mic: p.mic ?? false });
+  for (const p of ps) {
+    const prev = m.get(p.id);
+    m.set(p.id, { ...prev, ...p, camera: p.camera ?? prev?.camera ?? false, mic: p.mic ?? prev?.mic ?? false });
+  }
   return [...m.values()];
 }
 

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { ClientMessageSchema, ClientMessages, ServerMessages, CHAT_MAX_CHARS } from '../../src/board/protocol.js';
+
+describe('lesson protocol schemas (docs/board-protocol.md)', () => {
+  it('has one schema per client message type and accepts a well-formed message of each', () => {
+    const samples: Record<keyof typeof ClientMessages, unknown> = {
+      'board.op': { type: 'board.op', ref: 'r1', op: { type: 'page.pin', page_id: null } },
+      'board.sync': { type: 'board.sync', since: 0 },
+      'chat.send': { type: 'chat.send', text: 'hello' },
+      'rtc.offer': { type: 'rtc.offer', to: 'p1', sdp: 'v=0' },
+      'rtc.answer': { type: 'rtc.answer', to: 'p1', sdp: 'v=0' },
+      'rtc.ice': { type: 'rtc.ice', to: 'p1', candidate: { candidate: 'candidate:1 1 udp 1 127.0.0.1 9 typ host', sdpMid: '0', sdpMLineIndex: 0 } },
+      'media.state': { type: 'media.state', camera: true, mic: false },
+      'teacher.mute': { type: 'teacher.mute', participant_id: 'p2', mic: true },
+      'teacher.remove': { type: 'teacher.remove', participant_id: 'p2' },
+    };
+    for (const [type, msg] of Object.entries(samples)) {
+      expect(ClientMessages[type as keyof typeof ClientMessages].safeParse(msg).success, type).toBe(true);
+      expect(ClientMessageSchema.safeParse(msg).success, type).toBe(true);
+    }
+    expect(Object.keys(ServerMessages).sort()).toEqual(
+      ['board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'chat', 'media.state', 'muted', 'rtc.answer', 'rtc.ice', 'rtc.offer'].sort(),
+    );
+  });
+
+  it('refuses malformed messages: empty or oversized chat, unknown fields, negative seq, huge SDP', () => {
+    for (const bad of [
+      { type: 'chat.send', text: '   ' },
+      { type: 'chat.send', text: 'x'.repeat(CHAT_MAX_CHARS + 1) },
+      { type: 'chat.send', text: 'hi', html: '<b>' },
+      { type: 'board.sync', since: -1 },
+      { type: 'rtc.offer', to: 'p1', sdp: 'x'.repeat(70_000) },
+      { type: 'teacher.remove' },
+      { type: 'board.op', op: {} },
+      { type: 'nope' },
+    ]) {
+      expect(ClientMessageSchema.safeParse(bad).success, JSON.stringify(bad).slice(0, 60)).toBe(false);
+    }
+  });
+});
