@@ -59,7 +59,10 @@ export class TestClient {
     for (;;) {
       const found = this.messages.find(pred);
       if (found) return found;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages.slice(-5))}`);
+      if (Date.now() > deadline) {
+        const closed = this.closeCode !== undefined ? ` (closed ${this.closeCode} ${this.closeReason})` : '';
+        throw new Error(`timed out waiting for ${what}${closed}; got ${JSON.stringify(this.messages.slice(-5))}`);
+      }
       await new Promise<void>((r) => {
         const t = setTimeout(r, Math.max(1, deadline - Date.now()));
         this.waiters.push(() => {
