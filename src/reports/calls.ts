@@ -1,7 +1,6 @@
 import type { Sql } from '../db/index.js';
 import type { LessonMode } from '../domain/lessons.js';
 import { resolveReportPeriod, type Period } from './period.js';
-import { priceSteps } from './pricing.js';
 
 export interface CallItem {
   id: number;
@@ -57,8 +56,7 @@ export async function getCallsReport(
     // Paging on ids alone lets the offset be skipped in an index-only scan of
     // sessions_partner_started; only the page's rows are then fetched and priced.
     const items = await tx<CallItem[]>`
-      WITH price_steps AS (${priceSteps(tx, partnerId)}),
-      page AS (
+      WITH page AS (
         SELECT id FROM sessions
         WHERE partner_id = ${partnerId} AND started_at >= ${lo} AND started_at < ${hi}
         ORDER BY started_at DESC, id DESC
@@ -70,25 +68,29 @@ export async function getCallsReport(
       FROM page
       JOIN sessions s ON s.id = page.id
       JOIN lessons l ON l.id = s.lesson_id
-      JOIN price_steps p ON s.started_at >= p.valid_from AND s.started_at < p.valid_to
+      JOIN report_price_steps(${partnerId}) p ON s.started_at >= p.valid_from AND s.started_at < p.valid_to
       ORDER BY s.started_at DESC, s.id DESC`;
-    // Totals per price step: each step aggregates its own slice of the period
-    // from the index, so a year of sessions is priced without a join per row.
+    // Totals: ended sessions from the calls_daily rollup (one row per day), plus
+    // the running ones priced live (few; sessions_partner_running). The same
+    // snapshot as the page, so the lines add up to the total.
     const [total] = await tx<CallsTotal[]>`
-      WITH price_steps AS (${priceSteps(tx, partnerId)})
-      SELECT coalesce(sum(t.count), 0)::bigint AS count,
-             coalesce(sum(t.seconds), 0)::bigint AS seconds,
-             coalesce(sum(t.charged_seconds), 0)::bigint AS charged_seconds,
-             coalesce(sum(t.cost_kopecks), 0)::bigint AS cost_kopecks
-      FROM price_steps p
-      CROSS JOIN LATERAL (
-        SELECT count(*) AS count, sum(s.seconds) AS seconds, sum(s.charged_seconds) AS charged_seconds,
-               sum(report_cost_kopecks(s.charged_seconds, p.rub_total, p.seconds_total)) AS cost_kopecks
+      WITH ended AS (
+        SELECT coalesce(sum(calls), 0) AS count, coalesce(sum(seconds), 0) AS seconds,
+               coalesce(sum(charged_seconds), 0) AS charged_seconds, coalesce(sum(cost_kopecks), 0) AS cost_kopecks
+        FROM calls_daily
+        WHERE partner_id = ${partnerId} AND day BETWEEN ${period.from}::date AND ${period.to}::date
+      ), running AS (
+        SELECT count(*) AS count, coalesce(sum(s.seconds), 0) AS seconds,
+               coalesce(sum(s.charged_seconds), 0) AS charged_seconds,
+               coalesce(sum(report_cost_kopecks(s.charged_seconds, p.rub_total, p.seconds_total)), 0) AS cost_kopecks
         FROM sessions s
-        WHERE s.partner_id = ${partnerId}
-          AND s.started_at >= greatest(p.valid_from, ${lo}) AND s.started_at < least(p.valid_to, ${hi})
-      ) t
-      WHERE p.valid_to > ${lo} AND p.valid_from < ${hi}`;
+        JOIN report_price_steps(${partnerId}) p ON s.started_at >= p.valid_from AND s.started_at < p.valid_to
+        WHERE s.partner_id = ${partnerId} AND s.ended_at IS NULL AND s.started_at >= ${lo} AND s.started_at < ${hi}
+      )
+      SELECT (e.count + r.count)::bigint AS count, (e.seconds + r.seconds)::bigint AS seconds,
+             (e.charged_seconds + r.charged_seconds)::bigint AS charged_seconds,
+             (e.cost_kopecks + r.cost_kopecks)::bigint AS cost_kopecks
+      FROM ended e, running r`;
     return { ...period, total, items };
   });
 }

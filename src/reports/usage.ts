@@ -1,4 +1,4 @@
-import type { Db } from '../db/index.js';
+import type { Sql } from '../db/index.js';
 import type { LessonMode } from '../domain/lessons.js';
 import { resolveReportPeriod, type Period } from './period.js';
 
@@ -12,43 +12,94 @@ export interface UsageItem {
   charged_seconds: number;
 }
 
-export interface UsageReport extends Period {
-  total_seconds: number;
-  total_charged_seconds: number;
+/** One Moscow day of the report: its items by lesson id, and their sums. */
+export interface UsageDay {
+  day: string;
   items: UsageItem[];
+  seconds: number;
+  charged_seconds: number;
 }
 
+export interface UsageReport extends Period {
+  /** The period's days that have usage, oldest first. Read from the database while iterated; iterate once. */
+  days: AsyncIterable<UsageDay>;
+}
+
+/** Days fetched per round trip: a month of a busy partner is a few hundred KB. */
+const DAYS_PER_BATCH = 31;
+
 /**
- * One item per lesson per Moscow day of the period, from the usage_daily rollup
- * that every charge updates in the same transaction as the balance
- * (src/metering/charge.ts): so the report reconciles with the balance to the
- * second, and a running session is included up to its last charge.
- * Ordered by day, then lesson id. Lessons of any state appear (archived too):
- * their time was charged.
+ * One item per lesson per Moscow day of the period, from the usage_lesson_daily
+ * rollup that every charge updates in its own transaction (migrations/004):
+ * the report reconciles with the balance to the second, and a running session
+ * is included up to its last charge. Lessons of any state appear (archived
+ * too): their time was charged.
+ *
+ * The period is checked first (400 bad_range before anything is sent); the
+ * days are then streamed from one statement (one snapshot), because a year of
+ * a busy partner is hundreds of thousands of items.
  */
 export async function getUsageReport(
-  db: Db,
+  sql: Sql,
   partnerId: string,
   query: { from?: string; to?: string },
   now: Date,
 ): Promise<UsageReport> {
-  const period = await resolveReportPeriod(db, query, now);
-  const items = await db<UsageItem[]>`
-    SELECT u.lesson_id, l.external_id, l.mode, to_char(u.day, 'YYYY-MM-DD') AS day,
-           u.seconds, u.charged_seconds
+  const period = await resolveReportPeriod(sql, query, now);
+  return { ...period, days: usageDays(sql, partnerId, period) };
+}
+
+interface DayRow {
+  day: string;
+  lesson_ids: string;
+  external_ids: string;
+  modes: string;
+  seconds: string;
+  charged: string;
+  day_seconds: number;
+  day_charged: number;
+}
+
+async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGenerator<UsageDay> {
+  // One row per day, its columns packed into lists: a row per item would cost
+  // more in the driver than everything else together. Lesson ids and modes never
+  // hold a comma; external ids are arbitrary, so they travel as a JSON array.
+  // All lists of a day come from the same ordered input, so they stay aligned.
+  const cursor = sql<DayRow[]>`
+    SELECT to_char(day, 'YYYY-MM-DD') AS day,
+           string_agg(lesson_id, ',') AS lesson_ids,
+           json_agg(external_id)::text AS external_ids,
+           string_agg(mode, ',') AS modes,
+           string_agg(seconds::text, ',') AS seconds,
+           string_agg(charged_seconds::text, ',') AS charged,
+           sum(seconds)::bigint AS day_seconds,
+           sum(charged_seconds)::bigint AS day_charged
     FROM (
-      SELECT day, lesson_id, sum(seconds)::bigint AS seconds, sum(charged_seconds)::bigint AS charged_seconds
-      FROM usage_daily
+      SELECT day, lesson_id, external_id, mode, seconds, charged_seconds
+      FROM usage_lesson_daily
       WHERE partner_id = ${partnerId} AND day BETWEEN ${period.from}::date AND ${period.to}::date
-      GROUP BY day, lesson_id
+      ORDER BY day, lesson_id
     ) u
-    JOIN lessons l ON l.id = u.lesson_id
-    ORDER BY u.day, u.lesson_id`;
-  let totalSeconds = 0;
-  let totalCharged = 0;
-  for (const i of items) {
-    totalSeconds += i.seconds;
-    totalCharged += i.charged_seconds;
+    GROUP BY day
+    ORDER BY day`.cursor(DAYS_PER_BATCH);
+  for await (const rows of cursor) {
+    for (const r of rows) yield decodeDay(r);
   }
-  return { ...period, total_seconds: totalSeconds, total_charged_seconds: totalCharged, items };
+}
+
+function decodeDay(r: DayRow): UsageDay {
+  const lessonIds = r.lesson_ids.split(',');
+  const externalIds = JSON.parse(r.external_ids) as (string | null)[];
+  const modes = r.modes.split(',') as LessonMode[];
+  const seconds = r.seconds.split(',');
+  const charged = r.charged.split(',');
+  const items = lessonIds.map((lessonId, i) => ({
+    lesson_id: lessonId,
+    external_id: externalIds[i],
+    mode: modes[i],
+    day: r.day,
+    seconds: Number(seconds[i]),
+    charged_seconds: Number(charged[i]),
+  }));
+  return { day: r.day, items, seconds: r.day_seconds, charged_seconds: r.day_charged };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { UsageReport } from '../../reports/usage.js';
+import type { UsageItem, UsageReport } from '../../reports/usage.js';
 
 export const UsageItemSchema = z
   .object({
@@ -16,25 +16,39 @@ export const UsageReportSchema = z
   .object({
     from: z.iso.date().describe('first Moscow day of the applied period'),
     to: z.iso.date().describe('last Moscow day of the applied period (inclusive)'),
+    items: z.array(UsageItemSchema).describe('one item per lesson per day, by day then lesson id'),
     total_seconds: z.number().int(),
     total_charged_seconds: z.number().int(),
-    items: z.array(UsageItemSchema).describe('one item per lesson per day, by day then lesson id'),
   })
   .meta({ id: 'UsageReport' });
 
-export function presentUsage(r: UsageReport): z.infer<typeof UsageReportSchema> {
+function presentUsageItem(i: UsageItem): z.infer<typeof UsageItemSchema> {
   return {
-    from: r.from,
-    to: r.to,
-    total_seconds: r.total_seconds,
-    total_charged_seconds: r.total_charged_seconds,
-    items: r.items.map((i) => ({
-      lesson_id: i.lesson_id,
-      external_id: i.external_id,
-      mode: i.mode,
-      day: i.day,
-      seconds: i.seconds,
-      charged_seconds: i.charged_seconds,
-    })),
+    lesson_id: i.lesson_id,
+    external_id: i.external_id,
+    mode: i.mode,
+    day: i.day,
+    seconds: i.seconds,
+    charged_seconds: i.charged_seconds,
   };
+}
+
+/**
+ * The usage report as JSON text, written day by day as the days are read, so a
+ * year of items never sits in memory at once. The totals are the sums of the
+ * items sent, so they follow the items (JSON objects are unordered).
+ */
+export async function* renderUsage(r: UsageReport): AsyncGenerator<string> {
+  yield `{"from":"${r.from}","to":"${r.to}","items":[`;
+  let totalSeconds = 0;
+  let totalCharged = 0;
+  let separator = '';
+  for await (const day of r.days) {
+    const items = JSON.stringify(day.items.map(presentUsageItem));
+    yield separator + items.slice(1, -1);
+    separator = ',';
+    totalSeconds += day.seconds;
+    totalCharged += day.charged_seconds;
+  }
+  yield `],"total_seconds":${totalSeconds},"total_charged_seconds":${totalCharged}}`;
 }

@@ -1,5 +1,6 @@
+import { Readable } from 'node:stream';
 import { getUsageReport } from '../../../reports/usage.js';
-import { presentUsage, UsageReportSchema } from '../../presenters/usage.js';
+import { renderUsage, UsageReportSchema } from '../../presenters/usage.js';
 import { defineRoute } from '../../route.js';
 import { UsageQuery } from './schema.js';
 
@@ -12,13 +13,21 @@ export const usageRoutes = [
     description:
       'Period: Moscow days from..to inclusive, at most one year; default the last 30 days. ' +
       'A session that crosses Moscow midnight is split between the two days to the second. ' +
-      'Running sessions are included up to their last charge. Rules: docs/reports.md.',
+      'Running sessions are included up to their last charge. The body is streamed (chunked); ' +
+      'a failure after the first byte aborts the connection, so a complete body is always a complete report. ' +
+      'Rules: docs/reports.md.',
     query: UsageQuery,
     responses: { 200: { description: 'Usage report', schema: UsageReportSchema } },
     errors: ['bad_range', 'validation_error'],
     async handler(ctx, { query }) {
       const { deps, auth } = ctx.state;
-      ctx.body = presentUsage(await getUsageReport(deps.sql, auth.partner.id, query, deps.clock.now()));
+      const report = await getUsageReport(deps.sql, auth.partner.id, query, deps.clock.now());
+      const body = Readable.from(renderUsage(report));
+      // Koa pipes the body with stream.pipeline: an error here destroys the
+      // socket (the client sees an aborted transfer, never a short valid JSON).
+      body.on('error', (err) => deps.log.error({ component: 'reports', err, requestId: ctx.state.requestId }, 'usage report aborted'));
+      ctx.type = 'application/json';
+      ctx.body = body;
     },
   }),
 ];
