@@ -241,6 +241,7 @@ return out
 
 /**
  * reap: ARGV now, idle_ms, dead_node -> {{lesson, count, meter[...] or {}, fx[...], left infos[...]}, ...}
+ * Departures are dated at the dead node's lease expiry.
  * Removes every connection of a node whose lease expired, once: the lease is
  * re-checked here, so a node that came back in time is left alone and two
  * reapers cannot both apply the same departures.
@@ -249,6 +250,10 @@ export const REAP = `${LIB}
 local now, idle, dead = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local score = N(redis.call('ZSCORE', root .. 'nodes', dead))
 if not score or score > now then return {} end
+-- The dead node's people are gone at the latest when its lease ran out: date
+-- their departures then, so a reap that comes late (every node was down)
+-- does not bill the downtime.
+local at = math.min(now, score)
 redis.call('ZREM', root .. 'nodes', dead)
 local byLesson, order = {}, {}
 for _, member in ipairs(redis.call('SMEMBERS', root .. 'n:' .. dead)) do
@@ -269,7 +274,7 @@ for _, l in ipairs(order) do
   local after = redis.call('HLEN', K(l, 'p'))
   local m = load_meter(l)
   if m then
-    local fx = on_count(m, before, after, now, idle)
+    local fx = on_count(m, before, after, at, idle)
     if #left > 0 and #fx == 0 then bump(m, now) end
     local mo = meter_out(m)
     if not maybe_forget(l, m, after) then save_meter(l, m) end

@@ -1,0 +1,186 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeDeps } from '../helpers/deps.js';
+import { eventsOf } from '../helpers/lessons.js';
+import { join } from './helpers/client.js';
+import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
+import { isolatedEnv } from './helpers/isolation.js';
+import { eventually, spawnGateway, spawnRedis } from './helpers/processes.js';
+
+/**
+ * Faults with real processes: a Redis of our own (started and killed here,
+ * never the shared one) and gateway processes with short test settings:
+ * lease 3 s (heartbeat 1 s), flush 1 s, SESSION_IDLE_SECONDS 2.
+ */
+const redis = await spawnRedis();
+const env = {
+  ...(await isolatedEnv()),
+  REDIS_URL: redis.url,
+  GATEWAY_LEASE_SECONDS: '3',
+  GATEWAY_METER_FLUSH_SECONDS: '1',
+  SESSION_IDLE_SECONDS: '2',
+};
+const deps = makeDeps({ env });
+deps.redis.on('error', () => undefined); // this Redis is killed on purpose below
+const { sql } = deps;
+afterAll(() => deps.close());
+const admin = () => new Redis(redis.url, { maxRetriesPerRequest: 1 });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const seconds = (ms: number) => ms / 1000;
+
+describe('Redis loses its state while a lesson runs', () => {
+  it('after FLUSHALL the gateways re-register their live connections: same session, no second lesson.started, billing continues', async () => {
+    const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
+    const f = await lessonWithLinks(sql);
+    const a = await join(n1.wsUrl(await f.link('a', { name: 'Ann' })));
+    const b = await join(n2.wsUrl(await f.link('b', { name: 'Bob' })));
+    const t0 = Date.now();
+    await sleep(2000);
+    const r = admin();
+    await r.flushall();
+    r.disconnect();
+    await sleep(4000); // re-registration within a heartbeat, reconciliation after the grace
+    const c = await join(n1.wsUrl(await f.link('c', { name: 'Cid' })));
+    expect(c.of('welcome')[0].people.map((p: any) => p.name).sort()).toEqual(['Ann', 'Bob', 'Cid']);
+    await sleep(1000);
+    await Promise.all([b.close(), c.close()]);
+    const together = seconds(Date.now() - t0);
+    await a.close();
+    await sleep(1500);
+    expect(await sessionsOf(sql, f.lesson.id)).toHaveLength(1);
+    expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
+    const billed = (await lessonRow(sql, f.lesson.id)).billed_seconds;
+    expect(Math.abs(billed - together)).toBeLessThanOrEqual(1.5);
+    await Promise.all([n1.stop(), n2.stop()]);
+  }, 40_000);
+
+  it('after Redis is killed and restarted the session survives and the outage loses no billed second', async () => {
+    const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
+    const f = await lessonWithLinks(sql);
+    const a = await join(n1.wsUrl(await f.link('a', { name: 'Ann' })));
+    const b = await join(n2.wsUrl(await f.link('b', { name: 'Bob' })));
+    const c = await join(n2.wsUrl(await f.link('c', { name: 'Cid' })));
+    const t0 = Date.now();
+    await sleep(1500);
+    await redis.kill();
+    await sleep(1000);
+    await c.close(); // leaves while Redis is down: the node keeps the departure and retries
+    await sleep(1000);
+    const restartedAt = Date.now();
+    await spawnRedis(redis.port);
+    await sleep(5000);
+    const d = await join(n1.wsUrl(await f.link('d', { name: 'Dan' })));
+    expect(d.of('welcome')[0].people.map((p: any) => p.name).sort()).toEqual(['Ann', 'Bob', 'Dan']);
+    await Promise.all([b.close(), d.close()]);
+    const together = seconds(Date.now() - t0);
+    await a.close();
+    await sleep(1500);
+    expect(await sessionsOf(sql, f.lesson.id)).toHaveLength(1);
+    expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
+    // Ann and Bob were together all along: every second is billed; the outage loses none
+    const billed = (await lessonRow(sql, f.lesson.id)).billed_seconds;
+    expect(billed).toBeGreaterThanOrEqual(Math.floor(together) - 1);
+    expect(billed).toBeLessThanOrEqual(Math.ceil(together) + 1);
+    void restartedAt;
+    await Promise.all([n1.stop(), n2.stop()]);
+  }, 60_000);
+
+  it('bills a departure during a Redis outage at most until Redis is back and the nodes re-registered', async () => {
+    const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
+    const f = await lessonWithLinks(sql);
+    const a = await join(n1.wsUrl(await f.link('a')));
+    const b = await join(n2.wsUrl(await f.link('b')));
+    const [s] = await eventually(async () => (await sessionsOf(sql, f.lesson.id)).length && sessionsOf(sql, f.lesson.id), 'the session');
+    await sleep(1500);
+    await redis.kill();
+    await sleep(500);
+    const leftAt = Date.now();
+    await b.close(); // Ann is alone from here on
+    await sleep(1500);
+    const restartedAt = Date.now();
+    await spawnRedis(redis.port);
+    await sleep(6000);
+    const billed = (await lessonRow(sql, f.lesson.id)).billed_seconds;
+    const start = s.started_at.getTime();
+    expect(billed).toBeGreaterThanOrEqual(Math.floor(seconds(leftAt - start)) - 1);
+    // the bound (docs/metering.md): until Redis is back, plus one heartbeat and the grace (1 s + 3 s)
+    expect(billed).toBeLessThanOrEqual(Math.ceil(seconds(restartedAt - start)) + 4);
+    await sleep(2000);
+    expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(billed); // paused for good
+    expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
+    await a.close();
+    await Promise.all([n1.stop(), n2.stop()]);
+  }, 60_000);
+});
+
+describe('every process restarts', () => {
+  it('ends a session idle for SESSION_IDLE_SECONDS although the node that saw it empty died and Redis was flushed', async () => {
+    const n1 = await spawnGateway(env);
+    const f = await lessonWithLinks(sql);
+    const a = await join(n1.wsUrl(await f.link('a')));
+    const b = await join(n1.wsUrl(await f.link('b')));
+    await sleep(1200);
+    await a.close();
+    await b.close();
+    const emptySince = await eventually(async () => {
+      const [m] = await sql<{ empty_since: Date | null }[]>`SELECT empty_since FROM lesson_meters WHERE lesson_id = ${f.lesson.id}`;
+      return m?.empty_since ?? undefined;
+    }, 'the empty moment recorded');
+    await n1.kill();
+    const r = admin();
+    await r.flushall();
+    r.disconnect();
+    expect((await sessionsOf(sql, f.lesson.id))[0].ended_at).toBeNull();
+    await sleep(2500);
+    const n2 = await spawnGateway(env);
+    const ended = await eventually(async () => (await eventsOf(sql, f.partner.id, 'lesson.ended'))[0], 'lesson.ended from the new process', 10_000);
+    expect(ended.data.ended_at).toBe(emptySince.toISOString());
+    await sleep(1000);
+    expect(await eventsOf(sql, f.partner.id, 'lesson.ended')).toHaveLength(1);
+    expect((await sessionsOf(sql, f.lesson.id))[0].ended_at).toEqual(emptySince);
+    await n2.stop();
+  }, 40_000);
+
+  it('bills no downtime when every gateway died with people in a lesson: the late reap dates their departure at the lease expiry', async () => {
+    const n1 = await spawnGateway(env);
+    const f = await lessonWithLinks(sql);
+    await join(n1.wsUrl(await f.link('a')));
+    await join(n1.wsUrl(await f.link('b')));
+    const [s] = await eventually(async () => (await sessionsOf(sql, f.lesson.id)).length && sessionsOf(sql, f.lesson.id), 'the session');
+    await sleep(2000);
+    const killedAt = Date.now();
+    await n1.kill();
+    await sleep(8000); // longer than the lease (3 s): nobody is there to reap
+    const n2 = await spawnGateway(env);
+    const ended = await eventually(async () => (await eventsOf(sql, f.partner.id, 'lesson.ended'))[0], 'lesson.ended', 15_000);
+    const billed = (await lessonRow(sql, f.lesson.id)).billed_seconds;
+    const lived = seconds(killedAt - s.started_at.getTime());
+    expect(billed).toBeGreaterThanOrEqual(Math.floor(lived) - 1);
+    expect(billed).toBeLessThanOrEqual(Math.ceil(lived) + 3); // at most the lease
+    expect(new Date(ended.data.ended_at).getTime()).toBeLessThanOrEqual(killedAt + 3000);
+    await n2.stop();
+  }, 40_000);
+
+  it('ends an orphan session (its node died and Redis was flushed) dated at the last time presence was confirmed', async () => {
+    const n1 = await spawnGateway(env);
+    const f = await lessonWithLinks(sql);
+    await join(n1.wsUrl(await f.link('a')));
+    await join(n1.wsUrl(await f.link('b')));
+    const [s] = await eventually(async () => (await sessionsOf(sql, f.lesson.id)).length && sessionsOf(sql, f.lesson.id), 'the session');
+    await sleep(2500);
+    const killedAt = Date.now();
+    await n1.kill();
+    const r = admin();
+    await r.flushall();
+    r.disconnect();
+    const n2 = await spawnGateway(env);
+    const ended = await eventually(async () => (await eventsOf(sql, f.partner.id, 'lesson.ended'))[0], 'lesson.ended', 25_000);
+    const billed = (await lessonRow(sql, f.lesson.id)).billed_seconds;
+    const lived = seconds(killedAt - s.started_at.getTime());
+    // presence was last confirmed by the flush before the kill (every 1 s): at most that is lost, nothing is added
+    expect(billed).toBeGreaterThanOrEqual(Math.floor(lived) - 2);
+    expect(billed).toBeLessThanOrEqual(Math.ceil(lived));
+    expect(new Date(ended.data.ended_at).getTime()).toBeLessThanOrEqual(killedAt);
+    await n2.stop();
+  }, 45_000);
+});
