@@ -35,7 +35,10 @@ CREATE TABLE webhook_deliveries (
   claimed_at      timestamptz,
   last_attempt_at timestamptz,
   delivered_at    timestamptz
-);
+)
+-- A queue table: each row is updated a few times, then left alone. Free room on
+-- each page keeps claim updates HOT; eager vacuum keeps the due index small.
+WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02);
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, event_id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_partner_pending ON webhook_deliveries (partner_id) WHERE state = 'pending';
 

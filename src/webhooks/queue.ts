@@ -1,4 +1,4 @@
-import type { Sql } from '../db/index.js';
+import type { Db, Sql } from '../db/index.js';
 
 /**
  * The delivery queue in Postgres (migrations/003_webhooks.sql): claiming due
@@ -41,13 +41,14 @@ export interface ClaimRequest {
 
 /**
  * Claims due deliveries with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
- * never claim the same row. A row still claimed by another dispatcher is taken
+ * never claim the same row (a row a concurrent claim locked is skipped, one it
+ * already claimed fails the re-check). A row still claimed by another dispatcher is taken
  * over only when that dispatcher's advisory lock is gone (it died: the attempt
  * is retried with the same attempt number) or its lease ran out.
  * Rows are scanned in due order; partners at their limit are skipped in the scan
  * so one partner's backlog does not hide the others' events.
  */
-export async function claimDue(sql: Sql, req: ClaimRequest): Promise<ClaimedDelivery[]> {
+export async function claimDue(sql: Db, req: ClaimRequest): Promise<ClaimedDelivery[]> {
   const busy = sql.json(req.busy as never);
   return sql<ClaimedDelivery[]>`
     WITH live AS MATERIALIZED (
@@ -67,7 +68,6 @@ export async function claimDue(sql: Sql, req: ClaimRequest): Promise<ClaimedDeli
              OR d.claimed_at < clock_timestamp() - make_interval(secs => ${req.leaseMs / 1000}))
       ORDER BY d.next_attempt_at, d.event_id
       LIMIT ${req.limit * 4}
-      FOR UPDATE OF d SKIP LOCKED
     ),
     picked AS (
       SELECT r.event_id FROM (
@@ -76,10 +76,21 @@ export async function claimDue(sql: Sql, req: ClaimRequest): Promise<ClaimedDeli
       WHERE r.rn <= coalesce(b.free, ${req.perPartner})
       ORDER BY r.next_attempt_at, r.event_id
       LIMIT ${req.limit}
+    ),
+    -- Only the picked rows are locked. The claim conditions are repeated here:
+    -- a row another dispatcher claimed meanwhile is re-checked on its new version.
+    locked AS (
+      SELECT d.event_id FROM webhook_deliveries d
+      WHERE d.event_id IN (SELECT event_id FROM picked)
+        AND d.state = 'pending' AND d.next_attempt_at <= ${req.now}
+        AND (d.claimed_by IS NULL
+             OR d.claimed_by <> ALL ((SELECT ids FROM live)::integer[])
+             OR d.claimed_at < clock_timestamp() - make_interval(secs => ${req.leaseMs / 1000}))
+      FOR UPDATE OF d SKIP LOCKED
     )
     UPDATE webhook_deliveries d SET claimed_by = ${req.dispatcher}, claimed_at = clock_timestamp()
-    FROM picked p, events e, webhooks w
-    WHERE d.event_id = p.event_id AND e.id = d.event_id AND w.partner_id = d.partner_id
+    FROM locked l, events e, webhooks w
+    WHERE d.event_id = l.event_id AND e.id = d.event_id AND w.partner_id = d.partner_id
     RETURNING d.event_id, d.partner_id, d.round, d.attempts, e.type, e.data, e.created_at, w.url, w.secret`;
 }
 

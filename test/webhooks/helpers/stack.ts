@@ -9,30 +9,84 @@ import { randomBase62 } from '../../../src/lib/crypto.js';
 import type { Resolver } from '../../../src/webhooks/address.js';
 import { startDispatcher } from '../../../src/webhooks/index.js';
 import { setWebhookRuntime } from '../../../src/webhooks/runtime.js';
-import { startTestApi } from '../../helpers/api.js';
+import { startApi } from '../../../src/server.js';
+import { PREFIX, type ApiResponse } from '../../helpers/api.js';
 import { makeDeps } from '../../helpers/deps.js';
 import { partnerFactory } from '../../helpers/factories.js';
 import { testCa } from './tls.js';
+
+/**
+ * Everything a stack starts is stopped here, newest first, when the file ends.
+ * One hook registered at import: stacks are also started inside test bodies,
+ * where an afterAll of their own would never run.
+ */
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+});
+
+let orphansSwept = false;
 
 /**
  * A database of this test file's own, migrated from scratch and dropped at the
  * end. Webhook tests need it: a dispatcher takes every due delivery of its
  * database, and tests that move a ManualClock must not share due rows with
  * dispatchers of other test files (or of other helpers' service processes).
+ * Databases of earlier runs whose run database is gone (a killed run) are dropped first.
  */
 export async function isolatedDatabase(): Promise<string> {
   const url = new URL(inject('databaseUrl'));
-  const name = `${url.pathname.slice(1)}_wh${randomBase62(6).toLowerCase()}`;
+  const run = url.pathname.slice(1);
+  const name = `${run}_wh${randomBase62(6).toLowerCase()}`;
   url.pathname = `/${name}`;
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  if (!orphansSwept) {
+    orphansSwept = true;
+    const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+    const orphans = await sql<{ datname: string }[]>`
+      SELECT w.datname FROM pg_database w
+      WHERE w.datname ~ '^lessons_test_[a-z0-9]+_wh[a-z0-9]{6}$'
+        AND NOT EXISTS (SELECT 1 FROM pg_database b WHERE b.datname = substring(w.datname FROM '^(lessons_test_[a-z0-9]+)_wh'))`;
+    for (const o of orphans) await sql.unsafe(`DROP DATABASE IF EXISTS "${o.datname}" WITH (FORCE)`).catch(() => {});
+    await sql.end();
+  }
   await migrate(url.toString());
-  afterAll(async () => {
-    const admin = new URL(url);
-    admin.pathname = '/postgres';
+  cleanups.push(async () => {
     const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
     await sql.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     await sql.end();
   });
   return url.toString();
+}
+
+/** A real partner API on a free loopback port (like test/helpers/api.ts, with cleanup that also runs for stacks made inside tests). */
+async function startStackApi(env: Record<string, string>, clock?: Clock) {
+  const deps = makeDeps({ env, clock });
+  const api = await startApi(deps, 0);
+  cleanups.push(async () => {
+    await api.close();
+    await deps.close();
+  });
+  async function request<T = any>(method: string, path: string, o: { key?: string | null; body?: unknown } = {}): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = {};
+    if (o.key) headers.authorization = `Bearer ${o.key}`;
+    let body: string | undefined;
+    if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(`http://127.0.0.1:${api.port}${path.startsWith(PREFIX) ? path : PREFIX + path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
+  }
+  return { deps, port: api.port, request };
 }
 
 export interface StackOptions {
@@ -62,7 +116,7 @@ export async function startWebhookStack(opts: StackOptions = {}) {
     ...opts.env,
   };
   const resolve = opts.resolve ?? loopbackResolver;
-  const api = await startTestApi({ env, clock: opts.clock });
+  const api = await startStackApi(env, opts.clock);
   setWebhookRuntime(api.deps, { resolve, ca: testCa() });
 
   /** A dispatcher with deps of its own (its own pool and connections, like another process). */
@@ -77,7 +131,7 @@ export async function startWebhookStack(opts: StackOptions = {}) {
       await d.close();
       await deps.close();
     };
-    afterAll(close);
+    cleanups.push(close);
     return { ...d, deps, close };
   }
 
