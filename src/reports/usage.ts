@@ -65,6 +65,8 @@ async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGen
   // more in the driver than everything else together. Lesson ids and modes never
   // hold a comma; external ids are arbitrary, so they travel as a JSON array.
   // All lists of a day come from the same ordered input, so they stay aligned.
+  // Group and order by u.day (the date, in index order): a bare "day" would be
+  // the text alias, and sorting it would hold every row back until the last.
   const cursor = sql<DayRow[]>`
     SELECT to_char(day, 'YYYY-MM-DD') AS day,
            string_agg(lesson_id, ',') AS lesson_ids,
@@ -80,10 +82,24 @@ async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGen
       WHERE partner_id = ${partnerId} AND day BETWEEN ${period.from}::date AND ${period.to}::date
       ORDER BY day, lesson_id
     ) u
-    GROUP BY day
-    ORDER BY day`.cursor(DAYS_PER_BATCH);
-  for await (const rows of cursor) {
-    for (const r of rows) yield decodeDay(r);
+    GROUP BY u.day
+    ORDER BY u.day`.cursor(DAYS_PER_BATCH);
+  // Ask for the next batch before handing out this one, so Postgres works on
+  // it while these days are rendered and sent.
+  const batches = cursor[Symbol.asyncIterator]();
+  let pending = batches.next();
+  try {
+    for (;;) {
+      const { value: rows, done } = await pending;
+      if (done) return;
+      pending = batches.next();
+      for (const r of rows) yield decodeDay(r);
+    }
+  } finally {
+    // Stopped early (client gone): let the batch in flight land, then close the
+    // cursor; closing while a batch is in flight would keep the connection.
+    const last = await pending.catch(() => ({ done: true as const }));
+    if (!last.done) await batches.return?.();
   }
 }
 
