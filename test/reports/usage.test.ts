@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { UsageReportSchema } from '../../src/api/presenters/usage.js';
 import { archiveLesson } from '../../src/domain/lessons.js';
 import { startTestApi } from '../helpers/api.js';
 import { ManualClock } from '../helpers/deps.js';
@@ -104,6 +105,25 @@ describe('GET /usage', () => {
     expect(res.body.items.map((i: any) => [i.day, i.seconds])).toEqual([['2026-03-03', 7], ['2026-04-01', 5]]);
     const since = await usage(q.apiKey, '?from=2026-03-02');
     expect([since.body.from, since.body.to, since.body.total_seconds]).toEqual(['2026-03-02', '2026-04-01', 72]);
+  });
+
+  it('streams a JSON body that matches the documented schema, external ids of any characters included', async () => {
+    const q = await partnerFactory(sql);
+    const odd = await lessonFactory(sql, q.partner, { external_id: 'a,"b"\\c\n\u2028 ы' });
+    const plain = await lessonFactory(sql, q.partner);
+    await playTimeline(sql, q.partner.id, {
+      sessions: [
+        { lessonId: odd.id, start: msk('2026-03-07T10:00:00'), seconds: 15 },
+        { lessonId: plain.id, start: msk('2026-03-07T11:00:00'), seconds: 20 },
+        { lessonId: plain.id, start: msk('2026-03-08T11:00:00'), seconds: 25 },
+      ],
+    });
+    const res = await usage(q.apiKey, '?from=2026-03-07&to=2026-03-08');
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const parsed = UsageReportSchema.strict().parse(JSON.parse(res.text));
+    expect(parsed.items.find((i) => i.lesson_id === odd.id)?.external_id).toBe('a,"b"\\c\n\u2028 ы');
+    expect(parsed.items.map((i) => i.seconds)).toEqual(odd.id < plain.id ? [15, 20, 25] : [20, 15, 25]);
+    expect([parsed.total_seconds, parsed.total_charged_seconds]).toEqual([60, 60]);
   });
 
   it('answers an empty report for a period without usage', async () => {
