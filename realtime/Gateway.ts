@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import type { Logger } from '../src/logger.js';
 import { readMeterSeed } from '../src/metering/meters.js';
-import { recordParticipantJoined } from '../src/metering/participants.js';
 import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
 import { LessonBus } from './bus/LessonBus.js';
@@ -12,7 +12,8 @@ import { ClientConnection, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features.js';
 import { LessonRoom, type Fanout } from './LessonRoom.js';
 import { mapLimit } from './lib/KeyedQueue.js';
-import { Limiter, withRetry } from './lib/Limiter.js';
+import { createSql, type Sql } from '../src/db/index.js';
+import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
 import { Meter } from './metering/Meter.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import { RedisPresence } from './presence/RedisPresence.js';
@@ -66,7 +67,12 @@ export class Gateway implements GatewayApi {
   /** departures Redis did not hear (it was unreachable), retried by Maintenance */
   readonly pendingLeaves: { lessonId: string; connId: string; at: number }[] = [];
   private readonly features: GatewayFeature[];
-  private readonly sideEffects: Limiter;
+  private readonly announcer: JoinAnnouncer;
+  /**
+   * A small pool of its own for the reads on the join path (token lookups,
+   * meter seeds): they never queue behind meter writes and event batches.
+   */
+  readonly readSql: Sql;
   private fanout: Fanout | undefined;
   private connSeq = 0;
   private readonly departures = new Set<Promise<void>>();
@@ -86,11 +92,12 @@ export class Gateway implements GatewayApi {
       flushMs: this.timing.flushMs,
       graceMs: this.timing.graceMs,
       startRetryMs: this.timing.startRetryMs,
-      loadSeed: (lessonId) => readMeterSeed(deps.sql, lessonId),
+      loadSeed: (lessonId) => readMeterSeed(this.readSql, lessonId),
     });
+    this.readSql = createSql(deps.config.DATABASE_URL, { max: 3 });
     this.meter = new Meter(deps, this.presence);
-    this.admission = new Admission(deps);
-    this.sideEffects = new Limiter(4);
+    this.admission = new Admission(deps, this.readSql);
+    this.announcer = new JoinAnnouncer(deps.sql, this.log);
     this.bus = new LessonBus(
       deps.redis,
       deps.config.REDIS_KEY_PREFIX,
@@ -204,8 +211,10 @@ export class Gateway implements GatewayApi {
   // ---- presence ------------------------------------------------------------
 
   private async join(conn: ClientConnection, room: LessonRoom): Promise<void> {
+    const t0 = performance.now();
     const extras = await this.featureWelcome(conn);
     await room.busReady;
+    const t1 = performance.now();
     if (conn.state === 'closed') return;
     const now = this.now();
     let res;
@@ -216,12 +225,16 @@ export class Gateway implements GatewayApi {
       conn.close('unavailable');
       return;
     }
+    const t2 = performance.now();
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
     if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, conn);
     if (res.announce) this.announce(conn.link, now);
     if (conn.state !== 'admitting') return;
     room.makePresent(conn, this.welcome(conn, res.people, seq, extras), seq);
+    if (this.log.isLevelEnabled('debug')) {
+      this.log.debug({ lesson_id: conn.lessonId, bus_ms: +(t1 - t0).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
+    }
     for (const f of this.features) {
       if (f.onPresent) void Promise.resolve(f.onPresent(this.featureContext(conn))).catch((err) => this.log.error({ err, feature: f.name }, 'onPresent failed'));
     }
@@ -310,7 +323,7 @@ export class Gateway implements GatewayApi {
   /** Waits for queued Postgres work (tests and shutdown). */
   async idle(): Promise<void> {
     while (this.departures.size > 0) await Promise.all([...this.departures]);
-    await this.sideEffects.idle();
+    await this.announcer.idle();
     await this.meter.idle();
   }
 
@@ -399,17 +412,15 @@ export class Gateway implements GatewayApi {
 
   /** participant.joined: Redis filtered the obvious repeats; Postgres decides (6 h window, race-safe). */
   private announce(link: ResolvedLink, now: number): void {
-    void this.sideEffects.run(() =>
-      withRetry(() => recordParticipantJoined(this.deps.sql, {
-        lessonId: link.lesson_id,
-        partnerId: link.partner_id,
-        externalId: link.external_id,
-        userHash: link.user_hash,
-        role: link.role,
-        name: link.name,
-        at: new Date(now),
-      }), [200, 1000, 5000]).then(() => undefined),
-    ).catch((err) => this.log.error({ err, lesson_id: link.lesson_id }, 'participant.joined failed'));
+    this.announcer.add({
+      lessonId: link.lesson_id,
+      partnerId: link.partner_id,
+      externalId: link.external_id,
+      userHash: link.user_hash,
+      role: link.role,
+      name: link.name,
+      at: new Date(now),
+    });
   }
 
   private handlerFailed(conn: ClientConnection, type: string, err: unknown): void {

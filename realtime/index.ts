@@ -46,6 +46,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
         await gateway.presence.leaveNode(gateway.nodeId).catch(() => undefined);
         await unlisten().catch(() => undefined);
         await gateway.bus.close();
+        await gateway.readSql.end({ timeout: 5 });
       })()),
   };
 }

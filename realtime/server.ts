@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import { checkReadiness } from '../src/lib/readiness.js';
@@ -159,8 +160,10 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         aborted = true;
         admission.releaseIp(ip);
       });
+      const t0 = performance.now();
       admission.checkLink(token).then(
         (check) => {
+          if (gw.log.isLevelEnabled('debug')) gw.log.debug({ check_ms: +(performance.now() - t0).toFixed(2) }, 'link checked');
           if (aborted) return;
           if (!check.ok || !accepting) {
             admission.releaseIp(ip);

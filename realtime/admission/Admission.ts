@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Db } from '../../src/db/index.js';
 import type { Deps } from '../../src/deps.js';
 import { resolveLinkToken, type ResolvedLink } from '../../src/domain/links.js';
 
@@ -33,7 +34,11 @@ export class Admission {
   private readonly ttlMs: number;
   private readonly origins: Set<string>;
 
-  constructor(private readonly deps: Deps) {
+  constructor(
+    private readonly deps: Deps,
+    /** the pool token lookups use (the gateway's read pool) */
+    private readonly db: Db = deps.sql,
+  ) {
     this.ttlMs = deps.config.GATEWAY_TOKEN_CACHE_SECONDS * 1000;
     this.origins = new Set(deps.config.GATEWAY_ALLOWED_ORIGINS.map((o) => o.replace(/\/+$/, '').toLowerCase()));
   }
@@ -44,7 +49,7 @@ export class Admission {
     const key = createHash('sha256').update(token).digest('base64');
     let entry = this.cache.get(key);
     if (!entry || now - entry.at > this.ttlMs) {
-      const link = await resolveLinkToken(this.deps.sql, token);
+      const link = await resolveLinkToken(this.db, token);
       if (!link) return refusals.unauthorized;
       entry = { link, at: now };
       if (this.ttlMs > 0) {

@@ -32,3 +32,41 @@ export async function recordParticipantJoined(
     return true;
   });
 }
+
+export type ParticipantJoin = Parameters<typeof recordParticipantJoined>[1];
+
+/**
+ * recordParticipantJoined for many arrivals in one transaction (the gateway
+ * batches arrivals for a few milliseconds under load): the same 6-hour rule,
+ * claimed by one conditional upsert for all of them, and one event per
+ * claim. Rows are claimed in key order and events recorded in partner order,
+ * so concurrent batches from several nodes never deadlock. Returns how many
+ * events were recorded.
+ */
+export async function recordParticipantsJoined(sql: Sql, inputs: ParticipantJoin[]): Promise<number> {
+  // one claim per person and lesson in a batch: the earliest arrival
+  const byKey = new Map<string, ParticipantJoin>();
+  for (const i of inputs) {
+    const k = `${i.lessonId}\u0000${i.userHash}`;
+    const prev = byKey.get(k);
+    if (!prev || i.at < prev.at) byKey.set(k, i);
+  }
+  const rows = [...byKey.values()].sort((x, y) => (x.lessonId + '\u0000' + x.userHash < y.lessonId + '\u0000' + y.userHash ? -1 : 1));
+  if (rows.length === 0) return 0;
+  return sql.begin(async (tx) => {
+    const claimed = await tx<{ lesson_id: string; user_hash: string }[]>`
+      INSERT INTO participant_joins (lesson_id, user_hash, last_sent_at)
+      SELECT l, u, t FROM unnest(${rows.map((r) => r.lessonId)}::text[], ${rows.map((r) => r.userHash)}::text[],
+                                 ${rows.map((r) => r.at.toISOString())}::timestamptz[]) WITH ORDINALITY AS x(l, u, t, n)
+      ORDER BY n
+      ON CONFLICT (lesson_id, user_hash) DO UPDATE SET last_sent_at = EXCLUDED.last_sent_at
+      WHERE participant_joins.last_sent_at <= EXCLUDED.last_sent_at - ${PARTICIPANT_JOINED_WINDOW_MS} * interval '1 millisecond'
+      RETURNING lesson_id, user_hash`;
+    const won = new Set(claimed.map((c) => `${c.lesson_id}\u0000${c.user_hash}`));
+    const events = rows.filter((r) => won.has(`${r.lessonId}\u0000${r.userHash}`)).sort((x, y) => (x.partnerId < y.partnerId ? -1 : x.partnerId > y.partnerId ? 1 : 0));
+    for (const e of events) {
+      await recordEvent(tx, e.partnerId, 'participant.joined', { lesson_id: e.lessonId, external_id: e.externalId, role: e.role, name: e.name }, e.at);
+    }
+    return events.length;
+  });
+}

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { topUp } from '../../src/domain/ledger.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
-import { recordParticipantJoined } from '../../src/metering/participants.js';
+import { recordParticipantJoined, recordParticipantsJoined } from '../../src/metering/participants.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
 import { makeDeps } from '../helpers/deps.js';
 import { balanceOf, partnerFactory } from '../helpers/factories.js';
@@ -128,5 +128,28 @@ describe('participant.joined', () => {
     const events = await eventsOf(sql, partner.id, 'participant.joined');
     expect(events).toHaveLength(3);
     expect(events[0].data).toEqual({ lesson_id: lesson.id, external_id: null, role: 'student', name: 'Ann' });
+  });
+});
+
+describe('participant.joined in batches', () => {
+  it('applies the same 6-hour rule to a batch as to single calls, one event per person, batches racing each other', async () => {
+    const { partner } = await partnerFactory(sql);
+    const lesson = await lessonFactory(sql, partner);
+    const other = await lessonFactory(sql, partner);
+    const base = { partnerId: partner.id, externalId: null, role: 'student', name: 'Ann' };
+    const a = { ...base, lessonId: lesson.id, userHash: 'ha', at: T0 };
+    const b = { ...base, lessonId: lesson.id, userHash: 'hb', at: T0 };
+    const c = { ...base, lessonId: other.id, userHash: 'ha', at: T0 };
+    const counts = await Promise.all([
+      recordParticipantsJoined(sql, [a, b, { ...a, at: at(5) }]),
+      recordParticipantsJoined(sql, [b, c, a]),
+      recordParticipantsJoined(sql, [c]),
+    ]);
+    expect(counts.reduce((s, n) => s + n, 0)).toBe(3);
+    expect(await recordParticipantJoined(sql, { ...a, at: at(6 * 3600 - 1) })).toBe(false);
+    expect(await recordParticipantsJoined(sql, [{ ...a, at: at(6 * 3600) }, { ...b, at: at(100) }])).toBe(1);
+    const events = await eventsOf(sql, partner.id, 'participant.joined');
+    expect(events).toHaveLength(4);
+    expect(events[0].data).toEqual({ lesson_id: expect.any(String), external_id: null, role: 'student', name: 'Ann' });
   });
 });

@@ -1,0 +1,157 @@
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import { Histogram } from './histogram.js';
+
+/**
+ * One load-generator process (forked by loadtest.ts). It owns whole lessons,
+ * so a cursor's send time and its arrival at the other participants are
+ * measured on one clock. Phases are driven by the parent over IPC.
+ */
+interface Init {
+  cmd: 'init';
+  lessons: { id: string; urls: string[] }[];
+  localAddresses: string[];
+  joinRate: number;
+  cursorRate: number;
+  holdSeconds: number;
+}
+interface Conn {
+  ws: WebSocket;
+  lesson: number;
+  startedAt: number;
+  welcomeAt?: number;
+  closeAt?: number;
+  closing: boolean;
+}
+
+let init: Init;
+const conns: Conn[] = [];
+const byLesson: Conn[][] = [];
+const joinHist = new Histogram();
+const fanoutHist = new Histogram();
+const sendTimes = new Map<number, number>();
+const errors: Record<string, number> = {};
+let received = 0;
+let expected = 0;
+const err = (k: string) => (errors[k] = (errors[k] ?? 0) + 1);
+const send = (m: unknown) => process.send!(m);
+
+function open(lesson: number, url: string, addr: string): Conn {
+  const c: Conn = { ws: new WebSocket(url, { localAddress: addr, perMessageDeflate: false }), lesson, startedAt: performance.now(), closing: false };
+  c.ws.on('message', (data) => {
+    const now = performance.now();
+    const m = JSON.parse(data.toString()) as { type: string; x?: number; code?: string };
+    if (m.type === 'cursor') {
+      const t = sendTimes.get(m.x!);
+      if (t !== undefined) {
+        fanoutHist.record(now - t);
+        received++;
+      }
+    } else if (m.type === 'welcome') {
+      c.welcomeAt = now;
+      joinHist.record(now - c.startedAt);
+    } else if (m.type === 'error') {
+      err(`error:${m.code}`);
+    }
+  });
+  c.ws.on('unexpected-response', (_req, res) => err(`upgrade:${res.statusCode}`));
+  c.ws.on('error', () => err('socket error'));
+  c.ws.on('close', (code) => {
+    if (!c.closing) err(`closed:${code}`);
+  });
+  return c;
+}
+
+/** Runs `total` actions spread evenly at `rate` per second. */
+function paced(total: number, rate: number, act: (i: number) => void): Promise<void> {
+  return new Promise((resolve) => {
+    if (total === 0) return resolve();
+    const t0 = performance.now();
+    let done = 0;
+    const timer = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate) + 1);
+      while (done < due) act(done++);
+      if (done >= total) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 5);
+  });
+}
+
+async function join(): Promise<void> {
+  const order: [number, string][] = [];
+  init.lessons.forEach((l, i) => l.urls.forEach((u) => order.push([i, u])));
+  // interleave lessons so every lesson fills gradually, as in real life
+  order.sort((a, b) => init.lessons[a[0]].urls.indexOf(a[1]) - init.lessons[b[0]].urls.indexOf(b[1]) || a[0] - b[0]);
+  init.lessons.forEach((_, i) => (byLesson[i] = []));
+  await paced(order.length, init.joinRate, (i) => {
+    const [lesson, url] = order[i];
+    const c = open(lesson, url, init.localAddresses[i % init.localAddresses.length]);
+    conns.push(c);
+    byLesson[lesson].push(c);
+  });
+  const deadline = performance.now() + 30_000;
+  while (conns.some((c) => c.welcomeAt === undefined && c.ws.readyState <= WebSocket.OPEN) && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  send({ ev: 'joined', held: conns.filter((c) => c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN).length, join: joinHist.toSparse(), joinMax: joinHist.max, errors });
+}
+
+async function cursor(): Promise<void> {
+  const live = byLesson.map((l) => l.filter((c) => c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN)).filter((l) => l.length >= 2);
+  let x = 0;
+  const total = Math.round(init.cursorRate * init.holdSeconds);
+  await paced(total, init.cursorRate, () => {
+    const lesson = live[Math.floor(Math.random() * live.length)];
+    const sender = lesson[Math.floor(Math.random() * lesson.length)];
+    const id = ++x;
+    sendTimes.set(id, performance.now());
+    sender.ws.send(`{"type":"cursor","x":${id},"y":${Math.floor(Math.random() * 1000)}}`);
+    expected += lesson.length - 1;
+  });
+  await new Promise((r) => setTimeout(r, 1500));
+  send({ ev: 'cursored', sent: total, expected, received, fanout: fanoutHist.toSparse(), fanoutMax: fanoutHist.max, errors });
+}
+
+async function close(): Promise<void> {
+  const lessons = byLesson.map((l) => l.filter((c) => c.welcomeAt !== undefined));
+  await paced(lessons.length, Math.max(1, init.joinRate / Math.max(1, conns.length / Math.max(1, lessons.length))), (i) => {
+    for (const c of lessons[i]) {
+      c.closing = true;
+      c.closeAt = performance.now();
+      c.ws.close(1000);
+    }
+  });
+  for (const c of conns) c.closing = true;
+  await new Promise((r) => setTimeout(r, 500));
+  const together: Record<string, number> = {};
+  lessons.forEach((l, i) => (together[init.lessons[i].id] = togetherSeconds(l)));
+  send({ ev: 'closed', together, errors });
+}
+
+/** Seconds during which two or more of the lesson's connections were in (welcome .. close). */
+function togetherSeconds(l: Conn[]): number {
+  const ev: [number, number][] = [];
+  for (const c of l) if (c.welcomeAt !== undefined && c.closeAt !== undefined) ev.push([c.welcomeAt, 1], [c.closeAt, -1]);
+  ev.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let n = 0;
+  let since = 0;
+  let total = 0;
+  for (const [t, d] of ev) {
+    if (n >= 2 && n + d < 2) total += t - since;
+    if (n < 2 && n + d >= 2) since = t;
+    n += d;
+  }
+  return total / 1000;
+}
+
+process.on('message', (m: { cmd: string }) => {
+  if (m.cmd === 'init') {
+    init = m as Init;
+    send({ ev: 'ready' });
+  } else if (m.cmd === 'join') void join();
+  else if (m.cmd === 'cursor') void cursor();
+  else if (m.cmd === 'close') void close();
+  else if (m.cmd === 'exit') process.exit(0);
+});
