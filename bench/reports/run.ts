@@ -17,6 +17,8 @@ import { createSql } from '../../src/db/index.js';
 import { migrate } from '../../src/db/migrate.js';
 import type { Deps } from '../../src/deps.js';
 import { createApiKey } from '../../src/domain/apiKeys.js';
+import { recordMeteredTime } from '../../src/metering/charge.js';
+import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { createRedis } from '../../src/redis.js';
@@ -101,15 +103,65 @@ async function explainReports(partner: string, period: { from: string; to: strin
     types: { bigint },
     debug: (_c, query, params) => captured.push({ query, params }),
   }) as unknown as Deps['sql'];
-  await getUsageReport(capture, partner, period, new Date());
+  for await (const _day of (await getUsageReport(capture, partner, period, new Date())).days);
   await getCallsReport(capture, partner, period, { limit: 100, offset: deepOffset }, new Date());
-  const reportQueries = captured.filter((q) => /FROM usage_daily|FROM sessions/.test(q.query));
+  const reportQueries = captured.filter((q) => /FROM usage_lesson_daily|FROM sessions/.test(q.query));
   const titles = ['GET /usage, a year', `GET /calls page (limit 100, offset ${deepOffset})`, 'GET /calls totals, a year'];
   for (const [i, q] of reportQueries.entries()) {
     const plan = await capture.unsafe(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${q.query}`, q.params as never[]);
     console.log(`\n--- plan: ${titles[i] ?? 'query'}\n${plan.map((r) => r['QUERY PLAN']).join('\n')}`);
   }
   await capture.end();
+}
+
+/**
+ * What the rollup triggers add to the charging path: the same charges and ends
+ * through src/metering with the triggers on and off (alternating, to spread
+ * the noise of a shared machine), timed one by one.
+ */
+async function chargeOverhead(sql: Deps['sql']): Promise<void> {
+  const partner = partnerId(2);
+  const lessons = 20;
+  const ticks = 25;
+  const stats: Record<'on' | 'off', { charge: number[]; end: number[] }> = { on: { charge: [], end: [] }, off: { charge: [], end: [] } };
+  const toggle = async (on: boolean) => {
+    const verb = on ? sql`ENABLE` : sql`DISABLE`;
+    await sql`ALTER TABLE usage_daily ${verb} TRIGGER reports_usage_daily_changed`;
+    await sql`ALTER TABLE sessions ${verb} TRIGGER reports_session_updated`;
+  };
+  let t0 = Date.now();
+  for (const [round, state] of (['on', 'off', 'on', 'off'] as const).entries()) {
+    checkTime();
+    await toggle(state === 'on');
+    const ids = Array.from({ length: lessons }, (_, i) => `lsn_bcharge_${round}_${i}`);
+    await sql`
+      INSERT INTO lessons (id, partner_id, title, mode, subject_mode)
+      SELECT id, ${partner}, 'charge bench', 'full', 'generic' FROM unnest(${ids}::text[]) id`;
+    const start = t0;
+    const sessions = [];
+    for (const id of ids) sessions.push((await ensureSessionStarted(sql, { lessonId: id, at: new Date(start), people: 2 })).session.id);
+    for (let k = 1; k <= ticks; k++) {
+      for (const sessionId of sessions) {
+        const t = performance.now();
+        await recordMeteredTime(sql, { sessionId, cumulativeSeconds: k * 5, at: new Date(start + k * 5000) });
+        stats[state].charge.push(performance.now() - t);
+      }
+    }
+    for (const sessionId of sessions) {
+      const t = performance.now();
+      await endSession(sql, { sessionId, endedAt: new Date(start + ticks * 5000), at: new Date(start + ticks * 5000 + 300_000) });
+      stats[state].end.push(performance.now() - t);
+    }
+    t0 += 3_600_000;
+  }
+  await toggle(true);
+  await sql`SELECT reports_rebuild_usage(${partner}), reports_rebuild_calls(${partner}, '-infinity')`;
+  const med = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+  const line = (what: string, on: number[], off: number[]) =>
+    console.log(`${what.padEnd(34)} with rollup triggers ${med(on).toFixed(2)} ms, without ${med(off).toFixed(2)} ms (median, n=${on.length}+${off.length}; ratio ${(med(on) / med(off)).toFixed(2)})`);
+  console.log(`\ncharging path through src/metering, ${lessons} sessions x ${ticks} charges per round, rounds on/off/on/off`);
+  line('recordMeteredTime (one charge)', stats.on.charge, stats.off.charge);
+  line('endSession', stats.on.end, stats.off.end);
 }
 
 async function main(): Promise<void> {
@@ -148,6 +200,7 @@ async function main(): Promise<void> {
     await measure('GET /calls (a year, limit 1000)', `${root}/calls?${period}&limit=1000`, apiKey);
     await measure('GET /usage (default 30 days)', `${root}/usage`, apiKey);
     await explainReports(partner, { from, to: today }, deepOffset);
+    if (!args.has('--no-charges')) await chargeOverhead(deps.sql);
   } finally {
     await api.close();
     await deps.sql.end();
