@@ -145,7 +145,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
       await pg.waitForFunction(
         () => [...document.querySelectorAll<HTMLVideoElement>('.tile:not(.self) video')].some((v) => v.videoWidth > 0 && v.readyState >= 2),
         null,
-        { timeout: 30_000 },
+        { timeout: 60_000 },
       );
     }
     await a.screenshot({ path: path.join(ARTIFACTS, 'call-teacher.png') });

@@ -22,6 +22,10 @@ export class Call {
   camera = false;
   mic = false;
   private pcs = new Map<string, { pc: RTCPeerConnection; peer: Peer; queued: RTCIceCandidateInit[] }>();
+  /** settles once camera/microphone are granted or refused: no connection is made before, or it would go out without my tracks */
+  private ready: Promise<void> = Promise.resolve();
+  /** candidates that arrived before their connection exists (the offer is still waiting for my media) */
+  private early = new Map<string, RTCIceCandidateInit[]>();
 
   constructor(
     private readonly me: string,
@@ -31,7 +35,12 @@ export class Call {
   ) {}
 
   /** Asks for camera and microphone; the call works receive-only when they are refused. */
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    this.ready = this.getMedia();
+    return this.ready;
+  }
+
+  private async getMedia(): Promise<void> {
     try {
       this.local = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 360 }, audio: true });
       this.camera = true;
@@ -53,6 +62,7 @@ export class Call {
   }
 
   peerLeft(id: string): void {
+    this.early.delete(id);
     this.pcs.get(id)?.pc.close();
     this.pcs.delete(id);
     this.changed();
@@ -76,6 +86,7 @@ export class Call {
   }
 
   async onOffer(from: string, sdp: string): Promise<void> {
+    await this.ready;
     this.pcs.get(from)?.pc.close();
     const entry = this.connection(from);
     await entry.pc.setRemoteDescription({ type: 'offer', sdp });
@@ -94,7 +105,10 @@ export class Call {
 
   async onIce(from: string, candidate: RTCIceCandidateInit): Promise<void> {
     const entry = this.pcs.get(from);
-    if (!entry) return;
+    if (!entry) {
+      this.early.set(from, [...(this.early.get(from) ?? []), candidate].slice(-50));
+      return;
+    }
     if (!entry.pc.remoteDescription) entry.queued.push(candidate);
     else await entry.pc.addIceCandidate(candidate).catch(() => {});
   }
@@ -111,7 +125,8 @@ export class Call {
   private connection(id: string) {
     const pc = new RTCPeerConnection({ iceServers: this.iceServers });
     const peer: Peer = { id, stream: null, state: 'new' };
-    const entry = { pc, peer, queued: [] as RTCIceCandidateInit[] };
+    const entry = { pc, peer, queued: this.early.get(id) ?? [] };
+    this.early.delete(id);
     this.pcs.set(id, entry);
     if (this.local) for (const t of this.local.getTracks()) pc.addTrack(t, this.local);
     else {
@@ -134,6 +149,8 @@ export class Call {
   }
 
   private async offer(id: string): Promise<void> {
+    await this.ready;
+    if (this.pcs.has(id)) return;
     const entry = this.connection(id);
     const offer = await entry.pc.createOffer();
     await entry.pc.setLocalDescription(offer);
