@@ -136,3 +136,19 @@ describe('GET /lessons/{id}/preview', () => {
     await quick.close();
   });
 });
+
+describe('OpenAPI document', () => {
+  it('describes the snapshot with our schema and the preview as a PNG with its error codes', async () => {
+    const res = await api.request('GET', '/api/partner/v1/openapi.json');
+    expect(res.status).toBe(200);
+    const snap = res.body.paths['/lessons/{id}/snapshot'].get;
+    expect(snap.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/BoardSnapshot' });
+    expect(res.body.components.schemas.BoardSnapshot.properties.elements).toBeDefined();
+    expect(res.body.components.schemas.BoardElement).toBeDefined();
+    const preview = res.body.paths['/lessons/{id}/preview'].get;
+    expect(Object.keys(preview.responses['200'].content)).toEqual(['image/png']);
+    expect(preview.responses['404'].description).toMatch(/no_preview/);
+    expect(preview.responses['410'].description).toMatch(/archived/);
+  });
+});
+
