@@ -56,8 +56,6 @@ interface DayRow {
   modes: string;
   seconds: string;
   charged: string;
-  day_seconds: number;
-  day_charged: number;
 }
 
 async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGenerator<UsageDay> {
@@ -73,9 +71,7 @@ async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGen
            json_agg(external_id)::text AS external_ids,
            string_agg(mode, ',') AS modes,
            string_agg(seconds::text, ',') AS seconds,
-           string_agg(charged_seconds::text, ',') AS charged,
-           sum(seconds)::bigint AS day_seconds,
-           sum(charged_seconds)::bigint AS day_charged
+           string_agg(charged_seconds::text, ',') AS charged
     FROM (
       SELECT day, lesson_id, external_id, mode, seconds, charged_seconds
       FROM usage_lesson_daily
@@ -109,13 +105,19 @@ function decodeDay(r: DayRow): UsageDay {
   const modes = r.modes.split(',') as LessonMode[];
   const seconds = r.seconds.split(',');
   const charged = r.charged.split(',');
-  const items = lessonIds.map((lessonId, i) => ({
-    lesson_id: lessonId,
-    external_id: externalIds[i],
-    mode: modes[i],
-    day: r.day,
-    seconds: Number(seconds[i]),
-    charged_seconds: Number(charged[i]),
-  }));
-  return { day: r.day, items, seconds: r.day_seconds, charged_seconds: r.day_charged };
+  const day: UsageDay = { day: r.day, items: new Array(lessonIds.length), seconds: 0, charged_seconds: 0 };
+  for (let i = 0; i < lessonIds.length; i++) {
+    const item: UsageItem = {
+      lesson_id: lessonIds[i],
+      external_id: externalIds[i],
+      mode: modes[i],
+      day: r.day,
+      seconds: Number(seconds[i]),
+      charged_seconds: Number(charged[i]),
+    };
+    day.items[i] = item;
+    day.seconds += item.seconds;
+    day.charged_seconds += item.charged_seconds;
+  }
+  return day;
 }
