@@ -116,15 +116,18 @@ export class Sender {
     const key = `${target.url.origin}#${target.pinned}`;
     let entry = this.pools.get(key);
     if (!entry) {
-      const connector = buildConnector({ timeout: this.opts.timeoutMs, ...(this.opts.ca ? { ca: this.opts.ca } : {}) });
+      // undici's own timers are only a backstop (and inactivity timers at that):
+      // the total limit is the AbortController in send(), so they are set beyond it.
+      const backstop = this.opts.timeoutMs * 2;
+      const connector = buildConnector({ timeout: backstop, ...(this.opts.ca ? { ca: this.opts.ca } : {}) });
       const pinned = target.pinned;
       const servername = target.literal ? undefined : target.host;
       entry = {
         pool: new Pool(target.url.origin, {
           connections: this.opts.connections,
           pipelining: 1,
-          headersTimeout: this.opts.timeoutMs,
-          bodyTimeout: this.opts.timeoutMs,
+          headersTimeout: backstop,
+          bodyTimeout: backstop,
           connect: (o, cb) => connector({ ...o, hostname: pinned, servername }, cb),
         }),
         lastUsed: 0,
