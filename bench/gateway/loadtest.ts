@@ -270,6 +270,7 @@ async function scenario(target: 'gateway' | 'ws', lessons: LessonLinks[]): Promi
   };
   if (target === 'gateway') {
     const together: Record<string, number> = Object.assign({}, ...closed.replies.map((r) => r.together));
+    (globalThis as { spans?: unknown }).spans = Object.assign({}, ...closed.replies.map((r) => r.spans));
     await new Promise((r) => setTimeout(r, 3000)); // the pause charges are written at once; leave time for the queue
     result.billing = await checkBilling(lessons, together);
   }
@@ -288,6 +289,10 @@ async function checkBilling(lessons: LessonLinks[], together: Record<string, num
     const res = await fetch(`${g.apiBase}/lessons/${l.id}`, { headers: { authorization: `Bearer ${g.apiKeys[i % g.apiKeys.length]}` } });
     const body = (await res.json()) as { billed_seconds: number };
     const err = Math.abs(body.billed_seconds - (together[l.id] ?? 0));
+    if (err > 1 && process.env.LOADTEST_DEBUG) {
+      const span = (globalThis as unknown as { spans: Record<string, [number, number]> }).spans[l.id];
+      log(`billing error ${err.toFixed(3)} s in ${l.id}: billed ${body.billed_seconds}, together ${together[l.id]}, client span ${new Date(span[0]).toISOString()} .. ${new Date(span[1]).toISOString()}`);
+    }
     max = Math.max(max, err);
     if (err > 1) over++;
   });

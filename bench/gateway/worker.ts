@@ -126,8 +126,14 @@ async function close(): Promise<void> {
   for (const c of conns) c.closing = true;
   await new Promise((r) => setTimeout(r, 500));
   const together: Record<string, number> = {};
-  lessons.forEach((l, i) => (together[init.lessons[i].id] = togetherSeconds(l)));
-  send({ ev: 'closed', together, errors });
+  const spans: Record<string, [number, number]> = {};
+  lessons.forEach((l, i) => {
+    together[init.lessons[i].id] = togetherSeconds(l);
+    const w = l.map((c) => c.welcomeAt!).sort((x, y) => x - y);
+    const c = l.map((c) => c.closeAt!).sort((x, y) => x - y);
+    if (w.length >= 2) spans[init.lessons[i].id] = [performance.timeOrigin + w[1], performance.timeOrigin + c[c.length - 2]];
+  });
+  send({ ev: 'closed', together, spans, errors });
 }
 
 /** Seconds during which two or more of the lesson's connections were in (welcome .. close). */

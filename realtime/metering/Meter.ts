@@ -4,11 +4,18 @@ import { recordMeteredTime } from '../../src/metering/charge.js';
 import { finishSession, saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
 import { KeyedQueue, mapLimit } from '../lib/KeyedQueue.js';
+import { withRetry } from '../lib/Limiter.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
 import { meteredSeconds } from '../presence/RedisPresence.js';
 
 /** Charges in flight at once from one node's flush, so token lookups keep pool connections. */
 const FLUSH_CONCURRENCY = 4;
+/**
+ * Every effect is idempotent (start, watermark charge, end, seq-ordered
+ * snapshot), so a failed one (a lost connection, a lock timeout) is simply
+ * run again after these waits (ms).
+ */
+const RETRY_WAITS = [100, 500, 2000, 5000];
 
 /**
  * Turns the meter transitions decided in Redis into Postgres writes: session
@@ -35,15 +42,17 @@ export class Meter {
   apply(lessonId: string, change: Change, now: number): Promise<void> {
     const m = change.meter;
     if (!m || change.effects.length === 0) return Promise.resolve();
-    return this.queue.run(lessonId, () => this.applyNow(lessonId, m, change, now));
+    return this.queue.run(lessonId, () => withRetry(() => this.applyNow(lessonId, m, change, now), RETRY_WAITS));
   }
 
   /** Ends the pending session end in `m` (idle sweep, archive), queued per lesson. */
   finishEnd(lessonId: string, m: MeterState, now: number): Promise<void> {
-    return this.queue.run(lessonId, async () => {
-      const after = await this.finishEndNow(lessonId, m, now);
-      await this.snapshot(lessonId, after ?? m, 0, now, true);
-    });
+    return this.queue.run(lessonId, () =>
+      withRetry(async () => {
+        const after = await this.finishEndNow(lessonId, m, now);
+        await this.snapshot(lessonId, after ?? m, 0, now, true);
+      }, RETRY_WAITS),
+    );
   }
 
   /** Ends a running session Redis does not know (nobody present): its watermark stands. */

@@ -40,7 +40,7 @@ export async function recordMeteredTime(
   }
   return sql.begin(async (tx) => {
     await lockLessonOfSession(tx, input.sessionId);
-    const [s] = await tx<Session[]>`SELECT * FROM sessions WHERE id = ${input.sessionId} FOR UPDATE`;
+    const [s] = await tx<Session[]>`SELECT * FROM sessions WHERE id = ${input.sessionId} FOR NO KEY UPDATE`;
     const delta = input.cumulativeSeconds - s.seconds;
     if (input.people && input.people > s.people_max) {
       await tx`UPDATE sessions SET people_max = ${input.people} WHERE id = ${s.id}`;
@@ -72,11 +72,19 @@ export async function recordMeteredTime(
 /**
  * Lock order everywhere in metering: lesson row, then session row, then partner
  * row, so concurrent starts, charges and ends of one lesson never deadlock.
+ *
+ * The locks are FOR NO KEY UPDATE, not FOR UPDATE: inserting a row that
+ * references a locked row (usage_daily, events, sessions, participant_joins,
+ * lesson_meters all do) takes a KEY SHARE lock on it, which FOR UPDATE waits
+ * for. Two charges of one partner each holding KEY SHARE on the partner (from
+ * their usage_daily insert) and each asking FOR UPDATE on it deadlocked under
+ * load; FOR NO KEY UPDATE still serialises us against each other but not
+ * against foreign-key checks (test/metering/charge.test.ts, "concurrency").
  */
 export async function lockLessonOfSession(tx: Tx, sessionId: number): Promise<void> {
   const [row] = await tx<{ lesson_id: string }[]>`SELECT lesson_id FROM sessions WHERE id = ${sessionId}`;
   if (!row) throw new Error(`session ${sessionId} not found`);
-  await tx`SELECT 1 FROM lessons WHERE id = ${row.lesson_id} FOR UPDATE`;
+  await tx`SELECT 1 FROM lessons WHERE id = ${row.lesson_id} FOR NO KEY UPDATE`;
 }
 
 /**
@@ -87,7 +95,7 @@ export async function lockLessonOfSession(tx: Tx, sessionId: number): Promise<vo
  */
 async function deductAndNotify(tx: Tx, partnerId: string, charged: number, at: Date): Promise<number> {
   const [p] = await tx<{ balance_seconds: number; balance_low_armed: boolean; balance_exhausted_armed: boolean }[]>`
-    SELECT balance_seconds, balance_low_armed, balance_exhausted_armed FROM partners WHERE id = ${partnerId} FOR UPDATE`;
+    SELECT balance_seconds, balance_low_armed, balance_exhausted_armed FROM partners WHERE id = ${partnerId} FOR NO KEY UPDATE`;
   const balance = p.balance_seconds - charged;
   const fireLow = p.balance_low_armed && balance < BALANCE_LOW_SECONDS;
   const fireExhausted = p.balance_exhausted_armed && balance <= 0;

@@ -37,11 +37,11 @@ export async function ensureSessionStarted(
   input: { lessonId: string; at: Date; people: number },
 ): Promise<{ session: Session; started: boolean }> {
   return sql.begin(async (tx) => {
-    // Serialise starts and ends of one lesson.
+    // Serialise starts and ends of one lesson (NO KEY UPDATE: see lockLessonOfSession).
     const [lesson] = await tx<{ id: string; partner_id: string; external_id: string | null; mode: Session['mode']; archived_at: Date | null; board_rate_percent: number }[]>`
       SELECT l.id, l.partner_id, l.external_id, l.mode, l.archived_at, p.board_rate_percent
       FROM lessons l JOIN partners p ON p.id = l.partner_id
-      WHERE l.id = ${input.lessonId} FOR UPDATE OF l`;
+      WHERE l.id = ${input.lessonId} FOR NO KEY UPDATE OF l`;
     if (!lesson) throw new Error(`lesson ${input.lessonId} not found`);
     const running = await getRunningSession(tx, input.lessonId);
     if (running) {

@@ -153,3 +153,25 @@ describe('participant.joined in batches', () => {
     expect(events[0].data).toEqual({ lesson_id: expect.any(String), external_id: null, role: 'student', name: 'Ann' });
   });
 });
+
+describe('concurrency', () => {
+  it('charges many sessions of one partner at once without deadlocks, every second once', async () => {
+    const { partner } = await partnerFactory(sql, { minutes: 1000 });
+    const lessons = await Promise.all(Array.from({ length: 12 }, () => lessonFactory(sql, partner)));
+    const sessions = await Promise.all(lessons.map((l) => ensureSessionStarted(sql, { lessonId: l.id, at: T0, people: 2 })));
+    const pool = makeDeps({ env: { DATABASE_POOL_SIZE: '12' } });
+    try {
+      for (let round = 1; round <= 6; round++) {
+        await Promise.all(sessions.map(({ session }) => recordMeteredTime(pool.sql, { sessionId: session.id, cumulativeSeconds: round * 10, at: at(round * 10) })));
+      }
+      // participant.joined batches insert rows referencing the same partner and lessons meanwhile
+      await Promise.all([
+        ...sessions.map(({ session }) => recordMeteredTime(pool.sql, { sessionId: session.id, cumulativeSeconds: 70, at: at(70) })),
+        recordParticipantsJoined(pool.sql, lessons.map((l, i) => ({ lessonId: l.id, partnerId: partner.id, externalId: null, userHash: `u${i}`, role: 'student', name: 'X', at: at(70) }))),
+      ]);
+    } finally {
+      await pool.close();
+    }
+    expect(await balanceOf(sql, partner.id)).toBe(60_000 - 12 * 70);
+  });
+});
