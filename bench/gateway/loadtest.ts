@@ -37,7 +37,7 @@ const { values: a } = parseArgs({
     hold: { type: 'string', default: '20' },
     workers: { type: 'string', default: '4' },
     partners: { type: 'string', default: '10' },
-    target: { type: 'string', default: 'both' }, // gateway | ws | both
+    target: { type: 'string', default: 'both' }, // gateway | ws | uws | both (gateway + ws) | all
     'per-address': { type: 'string', default: '200' },
     'keep-db': { type: 'boolean', default: false },
   },
@@ -64,7 +64,8 @@ const log = (...x: unknown[]) => process.stderr.write(`[loadtest] ${x.join(' ')}
 // ---- processes --------------------------------------------------------------
 
 function spawnService(args: string[], env: Record<string, string>, ready: (line: string) => number | undefined): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const nodeArgs = args[0] === 'src/main.ts' && env.ROLES === 'gateway' ? (process.env.LOADTEST_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) : [];
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(proc);
   proc.on('exit', () => children.delete(proc));
   return new Promise((resolve, reject) => {
@@ -188,11 +189,11 @@ interface Result {
   billing?: { lessons: number; maxErrorSeconds: number; over1s: number };
 }
 
-async function scenario(target: 'gateway' | 'ws', lessons: LessonLinks[]): Promise<Result> {
+async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]): Promise<Result> {
   const server =
     target === 'gateway'
       ? await spawnService(['src/main.ts'], { ...serviceEnv, ROLES: 'gateway', GATEWAY_PORT: '0' }, logPort('gateway listening'))
-      : await spawnService(['bench/gateway/wsRelay.ts'], {}, (line) => {
+      : await spawnService([target === 'ws' ? 'bench/gateway/wsRelay.ts' : 'bench/gateway/uwsRelay.ts'], {}, (line) => {
           try {
             return (JSON.parse(line) as { port?: number }).port;
           } catch {
@@ -339,8 +340,9 @@ try {
   log(`${N} connections over ${M} lessons, ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s; 2 cores shared by everything`);
   const lessons = await setup();
   const results: Result[] = [];
-  if (a.target !== 'ws') results.push(await scenario('gateway', lessons));
-  if (a.target !== 'gateway') results.push(await scenario('ws', lessons));
+  const targets = { gateway: ['gateway'], ws: ['ws'], uws: ['uws'], both: ['gateway', 'ws'], all: ['gateway', 'ws', 'uws'] }[a.target!] as ('gateway' | 'ws' | 'uws')[];
+  if (!targets) throw new Error(`--target must be gateway, ws, uws, both or all`);
+  for (const t of targets) results.push(await scenario(t, lessons));
   const rows: [string, (r: Result) => string][] = [
     ['connections held', (r) => `${r.held} / ${N}`],
     ['join latency p50 / p99 (ms)', (r) => `${fmt(r.joinP50)} / ${fmt(r.joinP99)}`],

@@ -3,13 +3,14 @@ import type { Logger } from '../../src/logger.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
 import { finishSession, saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
-import { KeyedQueue, mapLimit } from '../lib/KeyedQueue.js';
+import { recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/chargeBatch.js';
+import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../lib/Limiter.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
 import { meteredSeconds } from '../presence/RedisPresence.js';
 
-/** Charges in flight at once from one node's flush, so token lookups keep pool connections. */
-const FLUSH_CONCURRENCY = 4;
+/** Sessions charged per flush transaction. */
+const FLUSH_BATCH = 500;
 /**
  * Every effect is idempotent (start, watermark charge, end, seq-ordered
  * snapshot), so a failed one (a lost connection, a lock timeout) is simply
@@ -75,15 +76,24 @@ export class Meter {
    */
   async flush(results: TickResult[], now: number): Promise<void> {
     const due = results.filter((r) => r.due && r.meter && r.meter.sessionId !== null);
-    await mapLimit(due, FLUSH_CONCURRENCY, async (r) => {
+    const items: MeteredItem[] = [];
+    for (const r of due) {
       const m = r.meter!;
       const cum = meteredSeconds(m, now);
       if (cum > (this.charged.get(m.sessionId!) ?? -1) || m.since !== null) {
-        await this.charge(m.sessionId!, cum, m.since !== null ? now : (m.pausedAt ?? now), m.peopleMax).catch((err) =>
-          this.log.error({ err, lesson_id: r.lessonId }, 'flush charge failed'),
-        );
+        items.push({ sessionId: m.sessionId!, cumulativeSeconds: cum, at: new Date(m.since !== null ? now : (m.pausedAt ?? now)), people: m.peopleMax || undefined });
       }
-    });
+    }
+    // one transaction for every lesson this node flushes (src/metering/chargeBatch.ts)
+    for (let i = 0; i < items.length; i += FLUSH_BATCH) {
+      const batch = items.slice(i, i + FLUSH_BATCH);
+      try {
+        await withRetry(() => recordMeteredTimeBatch(this.deps.sql, batch), [100, 500]);
+        for (const it of batch) this.charged.set(it.sessionId, Math.max(it.cumulativeSeconds, this.charged.get(it.sessionId) ?? 0));
+      } catch (err) {
+        this.log.error({ err, sessions: batch.length }, 'flush charge failed');
+      }
+    }
     const snaps = due.map((r) => toSnapshot(r.lessonId, r.meter!, r.count, now));
     await saveMeterSnapshots(this.deps.sql, snaps).catch((err) => this.log.error({ err }, 'meter snapshot failed'));
   }

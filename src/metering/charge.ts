@@ -93,7 +93,7 @@ export async function lockLessonOfSession(tx: Tx, sessionId: number): Promise<vo
  * event disarms its line, a top-up that lifts the balance back re-arms it
  * (src/domain/ledger.ts topUp).
  */
-async function deductAndNotify(tx: Tx, partnerId: string, charged: number, at: Date): Promise<number> {
+export async function deductAndNotify(tx: Tx, partnerId: string, charged: number, at: Date): Promise<number> {
   const [p] = await tx<{ balance_seconds: number; balance_low_armed: boolean; balance_exhausted_armed: boolean }[]>`
     SELECT balance_seconds, balance_low_armed, balance_exhausted_armed FROM partners WHERE id = ${partnerId} FOR NO KEY UPDATE`;
   const balance = p.balance_seconds - charged;

@@ -1,0 +1,128 @@
+import type { Sql } from '../db/index.js';
+import { chargedFor, deductAndNotify } from './charge.js';
+import { splitByMoscowDay, type DaySlice } from './moscow.js';
+import type { Session } from './sessions.js';
+
+export interface MeteredItem {
+  sessionId: number;
+  /** cumulative metered seconds of the session reached at `at` (a watermark) */
+  cumulativeSeconds: number;
+  at: Date;
+  people?: number;
+}
+
+/**
+ * recordMeteredTime for many sessions in one transaction: the gateway's
+ * periodic flush of every running lesson costs one commit instead of one per
+ * lesson. Same rules, item by item: a watermark (only a higher total moves
+ * anything, ended sessions take nothing), seconds split at Moscow midnight,
+ * the charge floored once over the whole session, usage_daily,
+ * billed_seconds and the balance in the same transaction. Balance events are
+ * decided on each partner's total deduction of the batch (still once per
+ * crossing).
+ *
+ * Locks follow the order of recordMeteredTime over the whole batch: every
+ * lesson (sorted), then every session, then every partner (sorted), all FOR
+ * NO KEY UPDATE, so batches from several nodes and single charges never
+ * deadlock.
+ */
+export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Promise<{ seconds: number; charged: number }> {
+  for (const i of items) {
+    if (!Number.isInteger(i.cumulativeSeconds) || i.cumulativeSeconds < 0) throw new Error('cumulativeSeconds must be a non-negative integer');
+  }
+  // the highest report per session wins within a batch, as it would in sequence
+  const bySession = new Map<number, MeteredItem>();
+  for (const i of items) {
+    const prev = bySession.get(i.sessionId);
+    const top = !prev || i.cumulativeSeconds > prev.cumulativeSeconds ? i : prev;
+    bySession.set(i.sessionId, { ...top, people: Math.max(i.people ?? 0, prev?.people ?? 0) || undefined });
+  }
+  const ids = [...bySession.keys()].sort((a, b) => a - b);
+  if (ids.length === 0) return { seconds: 0, charged: 0 };
+
+  return sql.begin(async (tx) => {
+    await tx`
+      SELECT 1 FROM lessons WHERE id IN (SELECT lesson_id FROM sessions WHERE id = ANY(${ids}::bigint[]))
+      ORDER BY id FOR NO KEY UPDATE`;
+    const sessions = await tx<Session[]>`SELECT * FROM sessions WHERE id = ANY(${ids}::bigint[]) ORDER BY id FOR NO KEY UPDATE`;
+
+    const peopleRows = sessions.filter((s) => (bySession.get(s.id)!.people ?? 0) > s.people_max);
+    if (peopleRows.length > 0) {
+      await tx`
+        UPDATE sessions s SET people_max = x.p
+        FROM unnest(${peopleRows.map((s) => s.id)}::bigint[], ${peopleRows.map((s) => bySession.get(s.id)!.people!)}::int[]) AS x(id, p)
+        WHERE s.id = x.id`;
+    }
+    const moving = sessions.filter((s) => !s.ended_at && bySession.get(s.id)!.cumulativeSeconds > s.seconds);
+    if (moving.length === 0) return { seconds: 0, charged: 0 };
+
+    // Moscow days: one query says, for every item, the day its last second fell
+    // in and that day's midnight; only an item reaching back over a midnight
+    // takes the slice-by-slice path.
+    const ends = moving.map((s) => bySession.get(s.id)!.at);
+    const days = await tx<{ n: number; day: string; midnight: Date }[]>`
+      SELECT n::int, to_char((t - interval '1 microsecond') AT TIME ZONE 'Europe/Moscow', 'YYYY-MM-DD') AS day,
+             date_trunc('day', (t - interval '1 microsecond') AT TIME ZONE 'Europe/Moscow') AT TIME ZONE 'Europe/Moscow' AS midnight
+      FROM unnest(${ends.map((d) => d.toISOString())}::timestamptz[]) WITH ORDINALITY AS x(t, n)`;
+    const usage = new Map<string, { sessionId: number; day: string; partnerId: string; lessonId: string; mode: string; seconds: number; charged: number }>();
+    const perPartner = new Map<string, { charged: number; at: Date }>();
+    const sessionRows: { id: number; seconds: number; charged: number }[] = [];
+    const lessonDeltas = new Map<string, number>();
+    let totalSeconds = 0;
+    let totalCharged = 0;
+
+    for (let k = 0; k < moving.length; k++) {
+      const s = moving[k];
+      const item = bySession.get(s.id)!;
+      const delta = item.cumulativeSeconds - s.seconds;
+      const d = days.find((r) => r.n === k + 1)!;
+      const slices: DaySlice[] =
+        item.at.getTime() - delta * 1000 >= d.midnight.getTime() ? [{ day: d.day, seconds: delta }] : await splitByMoscowDay(tx, item.at, delta);
+      let cumulative = s.seconds;
+      let charged = 0;
+      for (const slice of slices) {
+        const before = chargedFor(cumulative, s.rate_percent);
+        cumulative += slice.seconds;
+        const sliceCharged = chargedFor(cumulative, s.rate_percent) - before;
+        charged += sliceCharged;
+        const key = `${s.id}|${slice.day}`;
+        const u = usage.get(key) ?? { sessionId: s.id, day: slice.day, partnerId: s.partner_id, lessonId: s.lesson_id, mode: s.mode, seconds: 0, charged: 0 };
+        u.seconds += slice.seconds;
+        u.charged += sliceCharged;
+        usage.set(key, u);
+      }
+      sessionRows.push({ id: s.id, seconds: cumulative, charged: chargedFor(cumulative, s.rate_percent) });
+      lessonDeltas.set(s.lesson_id, (lessonDeltas.get(s.lesson_id) ?? 0) + delta);
+      const p = perPartner.get(s.partner_id) ?? { charged: 0, at: item.at };
+      p.charged += charged;
+      if (item.at > p.at) p.at = item.at;
+      perPartner.set(s.partner_id, p);
+      totalSeconds += delta;
+      totalCharged += charged;
+    }
+
+    const u = [...usage.values()];
+    await tx`
+      INSERT INTO usage_daily (session_id, day, partner_id, lesson_id, mode, seconds, charged_seconds)
+      SELECT * FROM unnest(${u.map((r) => r.sessionId)}::bigint[], ${u.map((r) => r.day)}::date[], ${u.map((r) => r.partnerId)}::text[],
+                           ${u.map((r) => r.lessonId)}::text[], ${u.map((r) => r.mode)}::text[], ${u.map((r) => r.seconds)}::bigint[],
+                           ${u.map((r) => r.charged)}::bigint[])
+      ON CONFLICT (session_id, day) DO UPDATE SET
+        seconds = usage_daily.seconds + EXCLUDED.seconds,
+        charged_seconds = usage_daily.charged_seconds + EXCLUDED.charged_seconds`;
+    await tx`
+      UPDATE sessions s SET seconds = x.seconds, charged_seconds = x.charged
+      FROM unnest(${sessionRows.map((r) => r.id)}::bigint[], ${sessionRows.map((r) => r.seconds)}::bigint[], ${sessionRows.map((r) => r.charged)}::bigint[]) AS x(id, seconds, charged)
+      WHERE s.id = x.id`;
+    const lessons = [...lessonDeltas.entries()];
+    await tx`
+      UPDATE lessons l SET billed_seconds = l.billed_seconds + x.d
+      FROM unnest(${lessons.map(([id]) => id)}::text[], ${lessons.map(([, d]) => d)}::bigint[]) AS x(id, d)
+      WHERE l.id = x.id`;
+    for (const partnerId of [...perPartner.keys()].sort()) {
+      const p = perPartner.get(partnerId)!;
+      await deductAndNotify(tx, partnerId, p.charged, p.at);
+    }
+    return { seconds: totalSeconds, charged: totalCharged };
+  });
+}
