@@ -95,7 +95,7 @@ export class Gateway implements GatewayApi {
       loadSeed: (lessonId) => readMeterSeed(this.readSql, lessonId),
     });
     this.readSql = createSql(deps.config.DATABASE_URL, { max: 3 });
-    this.meter = new Meter(deps, this.presence);
+    this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
     this.admission = new Admission(deps, this.readSql);
     this.announcer = new JoinAnnouncer(deps.sql, this.log);
     this.bus = new LessonBus(
@@ -188,6 +188,7 @@ export class Gateway implements GatewayApi {
       if (room.conns.size === 0) {
         this.rooms.delete(conn.lessonId);
         this.bus.unsubscribe(conn.lessonId);
+        this.meter.forget(conn.lessonId);
       }
     }
     const departure = conn.joined.then(() => this.leave(conn, at));

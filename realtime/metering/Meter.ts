@@ -30,10 +30,14 @@ export class Meter {
   /** session id -> cumulative seconds this node last charged (skips no-op flushes) */
   private readonly charged = new Map<number, number>();
   private readonly log: Logger;
+  /** lesson id -> the seq and time of the last snapshot this node wrote */
+  private readonly snapshotted = new Map<string, { seq: number; at: number }>();
 
   constructor(
     private readonly deps: Deps,
     private readonly presence: Presence,
+    /** how old a snapshot may get before a flush rewrites it unchanged (a third of the orphan limit) */
+    private readonly heartbeatMs: number,
   ) {
     this.log = deps.log.child({ component: 'meter' });
     this.queue = new KeyedQueue((err, lessonId) => this.log.error({ err, lesson_id: lessonId }, 'meter effect failed'));
@@ -94,8 +98,25 @@ export class Meter {
         this.log.error({ err, sessions: batch.length }, 'flush charge failed');
       }
     }
-    const snaps = due.map((r) => toSnapshot(r.lessonId, r.meter!, r.count, now));
-    await saveMeterSnapshots(this.deps.sql, snaps).catch((err) => this.log.error({ err }, 'meter snapshot failed'));
+    // The snapshot is the lesson's heartbeat for the orphan sweeper: rewrite it
+    // when the meter moved, and otherwise often enough to stay fresh.
+    const snaps = due
+      .filter((r) => {
+        const last = this.snapshotted.get(r.lessonId);
+        return !last || last.seq !== r.meter!.seq || now - last.at >= this.heartbeatMs;
+      })
+      .map((r) => toSnapshot(r.lessonId, r.meter!, r.count, now));
+    try {
+      await saveMeterSnapshots(this.deps.sql, snaps);
+      for (const sn of snaps) this.snapshotted.set(sn.lessonId, { seq: sn.seq, at: now });
+    } catch (err) {
+      this.log.error({ err }, 'meter snapshot failed');
+    }
+  }
+
+  /** Lessons this node no longer serves need no heartbeat bookkeeping. */
+  forget(lessonId: string): void {
+    this.snapshotted.delete(lessonId);
   }
 
   idle(): Promise<void> {

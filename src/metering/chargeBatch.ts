@@ -64,6 +64,8 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
       SELECT n::int, to_char((t - interval '1 microsecond') AT TIME ZONE 'Europe/Moscow', 'YYYY-MM-DD') AS day,
              date_trunc('day', (t - interval '1 microsecond') AT TIME ZONE 'Europe/Moscow') AT TIME ZONE 'Europe/Moscow' AS midnight
       FROM unnest(${ends.map((d) => d.toISOString())}::timestamptz[]) WITH ORDINALITY AS x(t, n)`;
+    const dayOf = new Array<{ day: string; midnight: Date }>(moving.length);
+    for (const r of days) dayOf[r.n - 1] = r;
     const usage = new Map<string, { sessionId: number; day: string; partnerId: string; lessonId: string; mode: string; seconds: number; charged: number }>();
     const perPartner = new Map<string, { charged: number; at: Date }>();
     const sessionRows: { id: number; seconds: number; charged: number }[] = [];
@@ -75,7 +77,7 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
       const s = moving[k];
       const item = bySession.get(s.id)!;
       const delta = item.cumulativeSeconds - s.seconds;
-      const d = days.find((r) => r.n === k + 1)!;
+      const d = dayOf[k];
       const slices: DaySlice[] =
         item.at.getTime() - delta * 1000 >= d.midnight.getTime() ? [{ day: d.day, seconds: delta }] : await splitByMoscowDay(tx, item.at, delta);
       let cumulative = s.seconds;
