@@ -47,6 +47,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
         await unlisten().catch(() => undefined);
         await gateway.bus.close();
         await gateway.readSql.end({ timeout: 5 });
+        gateway.redis.disconnect();
       })()),
   };
 }

@@ -6,6 +6,7 @@ import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js
 import { recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/chargeBatch.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../lib/Limiter.js';
+import { SnapshotWriter } from './SnapshotWriter.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
 import { meteredSeconds } from '../presence/RedisPresence.js';
 
@@ -32,6 +33,7 @@ export class Meter {
   private readonly log: Logger;
   /** lesson id -> the seq and time of the last snapshot this node wrote */
   private readonly snapshotted = new Map<string, { seq: number; at: number }>();
+  private readonly snapshots: SnapshotWriter;
 
   constructor(
     private readonly deps: Deps,
@@ -40,6 +42,7 @@ export class Meter {
     private readonly heartbeatMs: number,
   ) {
     this.log = deps.log.child({ component: 'meter' });
+    this.snapshots = new SnapshotWriter(deps.sql);
     this.queue = new KeyedQueue((err, lessonId) => this.log.error({ err, lesson_id: lessonId }, 'meter effect failed'));
   }
 
@@ -180,7 +183,8 @@ export class Meter {
   /** Snapshots matter only for lessons with a session (or one that just ended). */
   private async snapshot(lessonId: string, m: MeterState, people: number, now: number, force: boolean): Promise<void> {
     if (m.sessionId === null && !force) return;
-    await saveMeterSnapshots(this.deps.sql, [toSnapshot(lessonId, m, people, now)]);
+    await this.snapshots.add(toSnapshot(lessonId, m, people, now));
+    this.snapshotted.set(lessonId, { seq: m.seq, at: now });
   }
 }
 
