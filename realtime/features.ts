@@ -1,5 +1,6 @@
 import type { Deps } from '../src/deps.js';
 import type { ResolvedLink } from '../src/domain/links.js';
+import type { Refusal } from './admission/Admission.js';
 import type { ClientConnection } from './ClientConnection.js';
 import type { MessageDef } from './protocol/registry.js';
 
@@ -55,4 +56,13 @@ export interface GatewayFeature {
   http?: HttpRoute[];
   /** The participant page for a valid link (GET /embed/<token>); the placeholder page otherwise. */
   embedPage?(ctx: { link: ResolvedLink; token: string }): Promise<HttpReply> | HttpReply;
+  /**
+   * Refuses a link the gateway found valid (e.g. its person was removed from
+   * the lesson), at the WebSocket upgrade and at GET /embed/<token>.
+   */
+  admit?(link: ResolvedLink): Promise<Refusal | undefined> | Refusal | undefined;
+  /** The page for a refused link at GET /embed/<token>; a plain text page otherwise. */
+  refusalPage?(ctx: { token: string; refusal: Refusal }): Promise<HttpReply> | HttpReply;
+  /** The gateway is stopping and every socket is closed: release what the feature holds. */
+  close?(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
 import { listenForArchives } from './ArchiveListener.js';
 import { Gateway, type GatewayOptions } from './Gateway.js';
+import { defaultFeatures } from './features/index.js';
 import { Maintenance } from './Maintenance.js';
 import { createServer, listen } from './server.js';
 
@@ -23,7 +24,7 @@ export interface RunningGateway {
  * /ws?token=<token>, /healthz and /readyz (docs/protocol.md).
  */
 export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, options: GatewayOptions = {}): Promise<RunningGateway> {
-  const gateway = new Gateway(deps, options);
+  const gateway = new Gateway(deps, { ...options, features: options.features ?? defaultFeatures(deps) });
   const server = createServer(gateway);
   const maintenance = new Maintenance(gateway);
   // Take the lease before serving, so other nodes never see our people without one.
@@ -43,6 +44,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
         uWS.us_listen_socket_close(socket);
         for (const room of [...gateway.rooms.values()]) for (const conn of [...room.conns]) conn.close('goingAway');
         await gateway.idle();
+        for (const f of gateway.featureList()) await f.close?.().catch((err) => gateway.log.error({ err, feature: f.name }, 'feature close failed'));
         await gateway.presence.leaveNode(gateway.nodeId).catch(() => undefined);
         await unlisten().catch(() => undefined);
         await gateway.bus.close();

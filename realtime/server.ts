@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import { checkReadiness } from '../src/lib/readiness.js';
-import { refusals, type Refusal } from './admission/Admission.js';
+import { refusals, type LinkCheck, type Refusal } from './admission/Admission.js';
 import type { ClientConnection, SocketLike } from './ClientConnection.js';
 import type { HttpReply } from './features.js';
 import type { Gateway } from './Gateway.js';
@@ -108,11 +108,23 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
   );
 
   const customPage = gw.featureList().find((f) => f.embedPage)?.embedPage;
+  const customRefusal = gw.featureList().find((f) => f.refusalPage)?.refusalPage;
+  const admits = gw.featureList().filter((f) => f.admit);
+  /** The link check, then the features' (a participant removed by the teacher). */
+  const checkLink = async (token: string | undefined): Promise<LinkCheck> => {
+    const check = await admission.checkLink(token);
+    if (!check.ok) return check;
+    for (const f of admits) {
+      const refusal = await f.admit!(check.link);
+      if (refusal) return refusal;
+    }
+    return check;
+  };
   app.get('/embed/:token', (res, req) => {
     const token = req.getParameter(0);
     later(res, async () => {
-      const check = await admission.checkLink(token);
-      if (!check.ok) return refusalPage(check.status === 410 ? 410 : 401);
+      const check = await checkLink(token);
+      if (!check.ok) return customRefusal ? customRefusal({ token: token ?? '', refusal: check }) : refusalPage(check.status === 410 ? 410 : 401);
       return customPage ? customPage({ link: check.link, token }) : placeholderPage(check.link);
     });
   });
@@ -161,7 +173,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         admission.releaseIp(ip);
       });
       const t0 = performance.now();
-      admission.checkLink(token).then(
+      checkLink(token).then(
         (check) => {
           if (gw.log.isLevelEnabled('debug')) gw.log.debug({ check_ms: +(performance.now() - t0).toFixed(2) }, 'link checked');
           if (aborted) return;

@@ -58,6 +58,8 @@ export const ConfigSchema = z.object({
   BOARD_PREVIEW_DEBOUNCE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
   BOARD_PREVIEW_WIDTH: z.coerce.number().int().min(64).max(2048).default(800),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500),
+  /** folder of the built participant page served by the gateway (default: dist/web of this checkout) */
+  WEB_DIR: z.string().min(1).optional(),
   // Video call
   ICE_SERVERS: z
     .string()

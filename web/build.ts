@@ -4,16 +4,22 @@
  *
  *   dist/web/index.html            the page for GET /embed/<token> (Cache-Control: no-store)
  *   dist/web/errors/<kind>.html    expired / unknown / archived / removed link pages
- *   dist/web/assets/*              content-hashed JS, CSS, KaTeX fonts (cache for a year, immutable)
+ *   dist/web/assets/*              content-hashed JS, CSS, KaTeX fonts (cache for a year, immutable),
+ *                                  with .br and .gz variants of the text files
  *   dist/web/assets/excalidraw/    Excalidraw's fonts, loaded at run time via EXCALIDRAW_ASSET_PATH
  *   dist/web/manifest.json         what is where
  *
  * Everything, fonts included, is served from our own origin: the page works without the internet.
  */
 import { build } from 'esbuild';
-import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+
+const brotli = promisify(zlib.brotliCompress);
+const gzip = promisify(zlib.gzip);
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** WEB_OUT: another output folder (the browser tests build into a temporary one). */
@@ -73,6 +79,24 @@ await mkdir(path.join(out, 'errors'));
 for (const [kind, [icon, title, message]] of Object.entries(ERRORS)) {
   await writeFile(path.join(out, 'errors', `${kind}.html`), errorTemplate.replaceAll('{{ICON}}', icon).replaceAll('{{TITLE}}', title).replaceAll('{{MESSAGE}}', message));
 }
+
+// Precompressed variants the gateway serves to browsers that accept them (the bundle is ~3.5 MB of JS).
+const COMPRESS = new Set(['.js', '.css', '.map', '.json', '.svg', '.ttf', '.txt']);
+const toCompress: string[] = [];
+for (const entry of await readdir(assets, { recursive: true, withFileTypes: true })) {
+  if (entry.isFile() && COMPRESS.has(path.extname(entry.name))) toCompress.push(path.join(entry.parentPath, entry.name));
+}
+await Promise.all(
+  toCompress.map(async (file) => {
+    const body = await readFile(file);
+    if (body.length < 1024) return;
+    const [br, gz] = await Promise.all([
+      brotli(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } }),
+      gzip(body, { level: 9 }),
+    ]);
+    await Promise.all([writeFile(`${file}.br`, br), writeFile(`${file}.gz`, gz)]);
+  }),
+);
 
 const manifest = { publicPath: PUBLIC_PATH, index: 'index.html', js, css, errors: Object.keys(ERRORS).map((k) => `errors/${k}.html`), excalidrawAssetPath: `${PUBLIC_PATH}/excalidraw/` };
 await writeFile(path.join(out, 'manifest.json'), JSON.stringify(manifest, null, 2));

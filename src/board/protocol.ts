@@ -36,13 +36,17 @@ export const ClientMessages = {
   'teacher.mute': z
     .object({ type: z.literal('teacher.mute'), participant_id: participantId, camera: z.boolean().default(false), mic: z.boolean().default(false) })
     .strict(),
+  /** teacher: allow a student to turn their camera and/or microphone on again (they do it themselves) */
+  'teacher.unmute': z
+    .object({ type: z.literal('teacher.unmute'), participant_id: participantId, camera: z.boolean().default(false), mic: z.boolean().default(false) })
+    .strict(),
   /** teacher: remove a participant; their link cannot re-enter this lesson */
   'teacher.remove': z.object({ type: z.literal('teacher.remove'), participant_id: participantId }).strict(),
 } as const;
 
 const C = ClientMessages;
 export const ClientMessageSchema = z.discriminatedUnion('type', [
-  C['board.op'], C['board.sync'], C['chat.send'], C['rtc.offer'], C['rtc.answer'], C['rtc.ice'], C['media.state'], C['teacher.mute'], C['teacher.remove'],
+  C['board.op'], C['board.sync'], C['chat.send'], C['rtc.offer'], C['rtc.answer'], C['rtc.ice'], C['media.state'], C['teacher.mute'], C['teacher.unmute'], C['teacher.remove'],
 ]);
 export type ClientMessage = { [K in keyof typeof ClientMessages]: z.infer<(typeof ClientMessages)[K]> }[keyof typeof ClientMessages];
 
@@ -56,6 +60,26 @@ export const ParticipantSchema = z.object({
   mic: z.boolean().default(false),
 });
 export type Participant = z.infer<typeof ParticipantSchema>;
+
+export const MediaStateFields = z.object({
+  camera: z.boolean(),
+  mic: z.boolean(),
+  camera_blocked: z.boolean(),
+  mic_blocked: z.boolean(),
+  v: z.number().int().min(0),
+});
+export type MediaState = z.infer<typeof MediaStateFields>;
+
+/**
+ * Fields the lesson features add to the gateway's `welcome` (docs/protocol.md):
+ * the last chat lines, and in `full` lessons the ICE servers and everyone's
+ * camera/microphone state by participant id.
+ */
+export const WelcomeExtras = z.object({
+  chat: z.array(z.lazy(() => ServerMessages.chat)),
+  ice_servers: z.array(z.record(z.string(), z.unknown())).optional(),
+  media: z.record(z.string(), MediaStateFields).optional(),
+});
 
 const sequenced = z.object({ seq: z.number().int().positive(), op: z.unknown(), by: participantId.optional() });
 
@@ -87,9 +111,16 @@ export const ServerMessages = {
   'rtc.offer': z.object({ type: z.literal('rtc.offer'), from: participantId, sdp: z.string() }),
   'rtc.answer': z.object({ type: z.literal('rtc.answer'), from: participantId, sdp: z.string() }),
   'rtc.ice': z.object({ type: z.literal('rtc.ice'), from: participantId, candidate: ClientMessages['rtc.ice'].shape.candidate }),
-  /** someone's camera/microphone state changed (also after a teacher's mute) */
-  'media.state': z.object({ type: z.literal('media.state'), participant_id: participantId, camera: z.boolean(), mic: z.boolean() }),
-  /** the teacher turned my camera/microphone off */
+  /**
+   * someone's camera/microphone state as the gateway holds it (after their own
+   * `media.state`, a teacher's mute or unmute). `*_blocked`: the teacher turned
+   * it off and has not allowed it again; the gateway then never reports it on.
+   * `v` grows with every change of that person: ignore a smaller one.
+   */
+  'media.state': z.object({ type: z.literal('media.state'), participant_id: participantId, ...MediaStateFields.shape }),
+  /** the teacher turned my camera/microphone off (and blocked it until they allow it again) */
   muted: z.object({ type: z.literal('muted'), camera: z.boolean(), mic: z.boolean(), by: z.string() }),
+  /** the teacher allows me to turn my camera/microphone on again */
+  unmuted: z.object({ type: z.literal('unmuted'), camera: z.boolean(), mic: z.boolean(), by: z.string() }),
 } as const;
 export type ServerMessage = { [K in keyof typeof ServerMessages]: z.infer<(typeof ServerMessages)[K]> }[keyof typeof ServerMessages];

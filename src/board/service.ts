@@ -19,6 +19,12 @@ export interface BoardServiceOptions {
   previewWidth: number;
 }
 
+/** A lesson's feed on this node; `ready` settles once it listens to Redis and knows the board's seq. */
+interface FeedEntry {
+  feed: LessonFeed;
+  ready: Promise<void>;
+}
+
 interface RelayMessage {
   /** node that committed (its own messages are delivered locally, not through Redis) */
   n: string;
@@ -43,7 +49,7 @@ export class BoardService {
   readonly previews: PreviewService;
   private readonly opts: BoardServiceOptions;
   private readonly rooms = new Map<string, BoardRoom>();
-  private readonly feeds = new Map<string, LessonFeed>();
+  private readonly feeds = new Map<string, FeedEntry>();
   private readonly previewTimers = new Map<string, NodeJS.Timeout>();
   private readonly sub: Redis;
   private readonly log: Deps['log'];
@@ -113,23 +119,27 @@ export class BoardService {
    * with the seq the feed stands at; `leave` stops it.
    */
   async join(lessonId: string, listener: BoardListener): Promise<{ seq: number; leave: () => void }> {
-    let feed = this.feeds.get(lessonId);
-    if (!feed) {
-      const created = new LessonFeed(this.opts.gapMs, async () => (await this.store.head(this.deps.sql, lessonId))?.seq ?? 0);
-      feed = created;
+    let entry = this.feeds.get(lessonId);
+    if (!entry) {
+      const feed = new LessonFeed(this.opts.gapMs, async () => (await this.store.head(this.deps.sql, lessonId))?.seq ?? 0);
+      const created: FeedEntry = { feed, ready: this.startFeed(lessonId, feed) };
+      entry = created;
       this.feeds.set(lessonId, created);
-      // Subscribe first, then read the seq: every commit after the read is published after we listen.
-      await this.sub.subscribe(this.channel(lessonId));
-      const head = await this.store.head(this.deps.sql, lessonId);
-      created.start(head?.seq ?? 0);
+      // A failed start (Redis or Postgres down) must not leave a feed that never starts: the next join tries again.
+      created.ready.catch(() => {
+        if (this.feeds.get(lessonId) === created) this.feeds.delete(lessonId);
+        feed.close();
+        void this.sub.unsubscribe(this.channel(lessonId)).catch(() => {});
+      });
     }
-    feed.listeners.add(listener);
-    const f = feed;
+    const { feed: f, ready } = entry;
+    await ready;
+    f.listeners.add(listener);
     return {
       seq: f.seq ?? 0,
       leave: () => {
         f.listeners.delete(listener);
-        if (f.listeners.size === 0 && this.feeds.get(lessonId) === f) {
+        if (f.listeners.size === 0 && this.feeds.get(lessonId)?.feed === f) {
           f.close();
           this.feeds.delete(lessonId);
           void this.sub.unsubscribe(this.channel(lessonId)).catch(() => {});
@@ -138,8 +148,15 @@ export class BoardService {
     };
   }
 
+  /** Subscribe first, then read the seq: every commit after the read is published after we listen. */
+  private async startFeed(lessonId: string, feed: LessonFeed): Promise<void> {
+    await this.sub.subscribe(this.channel(lessonId));
+    const head = await this.store.head(this.deps.sql, lessonId);
+    feed.start(head?.seq ?? 0);
+  }
+
   private onCommitted(lessonId: string, ops: SequencedOp[]): void {
-    this.feeds.get(lessonId)?.push(ops);
+    this.feeds.get(lessonId)?.feed.push(ops);
     const msg: RelayMessage = { n: this.nodeId, ops };
     this.deps.redis.publish(this.channel(lessonId), JSON.stringify(msg)).catch((err: Error) => {
       // Other nodes notice the gap with the next operation and resync their clients from Postgres.
@@ -151,7 +168,7 @@ export class BoardService {
   private onRelay(channel: string, message: string): void {
     const prefix = this.channel('');
     if (!channel.startsWith(prefix)) return;
-    const feed = this.feeds.get(channel.slice(prefix.length));
+    const feed = this.feeds.get(channel.slice(prefix.length))?.feed;
     if (!feed) return;
     try {
       const msg = JSON.parse(message) as RelayMessage;
@@ -180,7 +197,7 @@ export class BoardService {
     for (const t of this.previewTimers.values()) clearTimeout(t);
     this.previewTimers.clear();
     await Promise.allSettled(pending.map((id) => this.previews.refresh(id)));
-    for (const f of this.feeds.values()) f.close();
+    for (const f of this.feeds.values()) f.feed.close();
     this.feeds.clear();
     this.sub.disconnect();
   }

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
-import type { Participant, ServerMessage } from '../../src/board/protocol.js';
+import type { MediaState, Participant as BaseParticipant, ServerMessage } from '../../src/board/protocol.js';
 import { Board, type BoardHandle } from './board/Board.js';
 import type { SubjectMode } from './board/SubjectTools.js';
 import { Connection, type ConnState, type EndReason } from './net/connection.js';
@@ -7,14 +7,22 @@ import { Call } from './rtc/call.js';
 import { SidePanel, type ChatLine } from './ui/SidePanel.js';
 import { VideoTiles } from './ui/VideoTiles.js';
 
-/** The gateway's first message (docs/protocol.md; the board feature adds `ice_servers`). */
+/** A person in the lesson as the page shows them: camera/microphone as the gateway reports them, and the teacher's blocks. */
+export type Participant = BaseParticipant & { camera_blocked?: boolean; mic_blocked?: boolean };
+
+/** The gateway's first message (docs/protocol.md) with the lesson features' fields (docs/board-protocol.md). */
 interface Welcome {
   type: 'welcome';
   you: Participant;
   /** everyone present, me included */
   people: Participant[];
   lesson: { title: string; mode: 'full' | 'board_only'; subject_mode: SubjectMode };
+  limits?: { max_payload_bytes: number };
   ice_servers?: RTCIceServer[];
+  /** camera/microphone state by person id (full lessons) */
+  media?: Record<string, MediaState>;
+  /** the last chat lines */
+  chat?: ChatLine[];
 }
 
 const END_TEXT: Record<EndReason, [string, string]> = {
@@ -35,6 +43,16 @@ export function App({ token }: { token: string }) {
   const early = useRef<ServerMessage[]>([]);
   const call = useRef<Call | null>(null);
   const connection = useRef<Connection | null>(null);
+
+  /** newest camera/microphone state per person (the gateway's), also for people whose presence arrives later */
+  const media = useRef(new Map<string, MediaState>());
+  const withKnownMedia = (p: Participant) => withMedia(p, media.current.get(p.id));
+  const welcomeRef = useRef<Welcome | null>(null);
+  welcomeRef.current = welcome;
+  /** tells the gateway my camera/microphone state (it answers everyone with media.state) */
+  const reportMedia = () => {
+    if (call.current) send({ type: 'media.state', camera: call.current.camera, mic: call.current.mic });
+  };
 
   const notify = (text: string) => {
     setToast(text);
@@ -61,18 +79,25 @@ export function App({ token }: { token: string }) {
       case 'welcome': {
         const w = msg as Welcome;
         const others = (w.people ?? []).filter((p) => p.id !== w.you.id);
+        for (const [id, s] of Object.entries(w.media ?? {})) if ((media.current.get(id)?.v ?? -1) < s.v) media.current.set(id, s);
         setWelcome(w);
-        setParticipants(uniq([w.you, ...others]));
+        welcomeRef.current = w;
+        setParticipants(uniq([w.you, ...others].map(withKnownMedia)));
+        if (w.chat?.length) setChat((c) => mergeChat(c, w.chat!));
         if (board.current) board.current.connected();
         if (w.lesson.mode === 'full') {
+          const mine = media.current.get(w.you.id);
           if (!call.current) {
-            call.current = new Call(w.you.id, w.ice_servers ?? [], (m) => send(m), rerender);
-            void call.current.start().then(() => {
-              send({ type: 'media.state', camera: call.current!.camera, mic: call.current!.mic });
-              for (const p of others) call.current!.peerPresent(p.id);
+            const c = (call.current = new Call(w.you.id, w.ice_servers ?? [], (m) => send(m), rerender));
+            c.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
+            void c.start().then(() => {
+              reportMedia();
+              for (const p of others) c.peerPresent(p.id);
             });
           } else {
+            call.current.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
             call.current.reset();
+            reportMedia();
             for (const p of others) call.current.peerPresent(p.id);
           }
         }
@@ -83,19 +108,19 @@ export function App({ token }: { token: string }) {
         const m = msg as unknown as { event: 'joined' | 'left' | 'sync'; person?: Participant; people?: Participant[] };
         if (m.event === 'sync' && m.people) {
           const ids = new Set(m.people.map((p) => p.id));
-          setParticipants((ps) => uniq([...ps.filter((p) => ids.has(p.id)), ...m.people!]));
+          setParticipants((ps) => uniq([...ps.filter((p) => ids.has(p.id)), ...m.people!.map(withKnownMedia)]));
           for (const p of m.people) call.current?.peerPresent(p.id);
           return;
         }
         if (!m.person) return;
-        const person = m.person;
+        const person = withKnownMedia(m.person);
         setParticipants((ps) => (m.event === 'joined' ? uniq([...ps, person]) : ps.filter((p) => p.id !== person.id)));
         if (m.event === 'joined') call.current?.peerPresent(person.id);
         else call.current?.peerLeft(person.id);
         return;
       }
       case 'chat':
-        setChat((c) => [...c.slice(-199), msg as ChatLine]);
+        setChat((c) => mergeChat(c, [msg as ChatLine]));
         return;
       case 'rtc.offer':
         void call.current?.onOffer(msg.from as string, msg.sdp as string);
@@ -108,15 +133,28 @@ export function App({ token }: { token: string }) {
         return;
       case 'media.state': {
         const m = msg as Extract<ServerMessage, { type: 'media.state' }>;
-        setParticipants((ps) => ps.map((p) => (p.id === m.participant_id ? { ...p, camera: m.camera, mic: m.mic } : p)));
+        // states of one person may arrive out of order from two gateway nodes: keep the newest
+        if ((media.current.get(m.participant_id)?.v ?? -1) >= m.v) return;
+        media.current.set(m.participant_id, m);
+        setParticipants((ps) => ps.map((p) => (p.id === m.participant_id ? withMedia(p, m) : p)));
+        if (m.participant_id === welcomeRef.current?.you.id && call.current) {
+          call.current.block({ camera: m.camera_blocked, mic: m.mic_blocked });
+          rerender();
+        }
         return;
       }
       case 'muted': {
         const m = msg as Extract<ServerMessage, { type: 'muted' }>;
-        if (m.camera) call.current?.setCamera(false);
-        if (m.mic) call.current?.setMic(false);
-        notify(`The teacher turned off your ${[m.camera && 'camera', m.mic && 'microphone'].filter(Boolean).join(' and ')}.`);
-        if (call.current) send({ type: 'media.state', camera: call.current.camera, mic: call.current.mic });
+        call.current?.block({ camera: m.camera || !!call.current?.blocked.camera, mic: m.mic || !!call.current?.blocked.mic });
+        notify(`The teacher turned off your ${what(m)}.`);
+        reportMedia();
+        return;
+      }
+      case 'unmuted': {
+        const m = msg as Extract<ServerMessage, { type: 'unmuted' }>;
+        call.current?.block({ camera: !m.camera && !!call.current?.blocked.camera, mic: !m.mic && !!call.current?.blocked.mic });
+        rerender();
+        notify(`The teacher allows you to turn your ${what(m)} on again.`);
         return;
       }
       case 'error':
@@ -168,14 +206,14 @@ export function App({ token }: { token: string }) {
       <div className="body">
         <main className="main">
           {welcome && me ? (
-            <Board role={me.role} subject={welcome.lesson.subject_mode} send={send} notify={notify} onReady={onBoardReady} />
+            <Board role={me.role} subject={welcome.lesson.subject_mode} maxFrameBytes={welcome.limits?.max_payload_bytes ?? 65_536} send={send} notify={notify} onReady={onBoardReady} />
           ) : (
             <div className="loading">Joining the lesson…</div>
           )}
         </main>
         {welcome && me && (
           <div className="side-wrap">
-            {full && call.current && <VideoTiles call={call.current} me={{ ...me, camera: call.current.camera, mic: call.current.mic }} participants={participants} />}
+            {full && call.current && <VideoTiles call={call.current} me={{ ...me, camera: call.current.camera, mic: call.current.mic }} participants={participants} changed={reportMedia} />}
             <SidePanel
               me={me}
               participants={participants}
@@ -183,6 +221,7 @@ export function App({ token }: { token: string }) {
               chat={chat}
               sendChat={(text) => send({ type: 'chat.send', text })}
               mute={(id, what) => send({ type: 'teacher.mute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
+              unmute={(id, what) => send({ type: 'teacher.unmute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
               remove={(id) => send({ type: 'teacher.remove', participant_id: id })}
             />
           </div>
@@ -196,6 +235,18 @@ export function App({ token }: { token: string }) {
     </div>
   );
 }
+
+function withMedia(p: Participant, s: MediaState | undefined): Participant {
+  return s ? { ...p, camera: s.camera, mic: s.mic, camera_blocked: s.camera_blocked, mic_blocked: s.mic_blocked } : p;
+}
+
+/** Chat lines by id: the history in a welcome after a reconnect overlaps what the page has. */
+function mergeChat(have: ChatLine[], more: ChatLine[]): ChatLine[] {
+  const ids = new Set(have.map((l) => l.id));
+  return [...have, ...more.filter((l) => !ids.has(l.id))].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)).slice(-200);
+}
+
+const what = (m: { camera: boolean; mic: boolean }) => [m.camera && 'camera', m.mic && 'microphone'].filter(Boolean).join(' and ');
 
 function uniq(ps: Participant[]): Participant[] {
   const m = new Map<string, Participant>();

@@ -23,6 +23,8 @@ export interface BoardHandle {
 export function Board(props: {
   role: 'teacher' | 'student';
   subject: SubjectMode;
+  /** the gateway's frame limit (welcome.limits.max_payload_bytes): operations are cut to fit */
+  maxFrameBytes: number;
   send: (msg: object) => boolean;
   notify: (text: string) => void;
   onReady: (handle: BoardHandle) => void;
@@ -47,6 +49,7 @@ export function Board(props: {
         notify: props.notify,
         roughness: setup.roughness,
         role: props.role,
+        maxFrameBytes: props.maxFrameBytes,
       }),
     // eslint-disable-next-line react-hooks/exhaustive-deps
     [],

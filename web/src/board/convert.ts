@@ -49,7 +49,8 @@ export type VectorData = { kind: 'vector'; label: string; magnitude: number | nu
 const SYNCED = new Set(['freedraw', 'rectangle', 'ellipse', 'diamond', 'line', 'arrow', 'text']);
 export const isSyncable = (el: ExEl): boolean => SYNCED.has(el.type);
 
-const clampNum = (v: number, lim = 1_000_000) => (Number.isFinite(v) ? Math.max(-lim, Math.min(lim, v)) : 0);
+/** Coordinates are kept to 1/100 of a scene unit: invisible at any zoom, and it halves a stroke's size on the wire. */
+const clampNum = (v: number, lim = 1_000_000) => (Number.isFinite(v) ? Math.round(Math.max(-lim, Math.min(lim, v)) * 100) / 100 : 0);
 const colour = (c: string): string => (/^#[0-9a-fA-F]{6}$/.test(c) ? c.toLowerCase() : c === 'transparent' ? 'transparent' : expand(c));
 function expand(c: string): string {
   const m = /^#([0-9a-fA-F])([0-9a-fA-F])([0-9a-fA-F])$/.exec(c);
@@ -88,7 +89,7 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
     case 'freedraw': {
       const pts = (ex.points ?? [[0, 0]]).slice(0, 4000);
       const pr = ex.simulatePressure ? undefined : ex.pressures;
-      return { ...base, type: 'freehand', points: pts.map((p, i) => (pr && pr[i] !== undefined ? [clampNum(p[0]), clampNum(p[1]), Math.max(0, Math.min(1, pr[i]))] : [clampNum(p[0]), clampNum(p[1])])) as [number, number][] };
+      return { ...base, type: 'freehand', points: pts.map((p, i) => (pr && pr[i] !== undefined ? [clampNum(p[0]), clampNum(p[1]), Math.round(Math.max(0, Math.min(1, pr[i])) * 100) / 100] : [clampNum(p[0]), clampNum(p[1])])) as [number, number][] };
     }
     case 'rectangle':
       if (data?.kind === 'formula') {

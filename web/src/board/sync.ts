@@ -23,9 +23,27 @@ export interface SyncHost {
   notify(text: string): void;
   roughness: number;
   role: 'teacher' | 'student';
+  /** largest frame the gateway accepts (a bigger one closes the socket with 4413) */
+  maxFrameBytes: number;
 }
 
 const CHUNK = 100;
+/** bytes of a board.op frame around its elements: {"type":"board.op","ref":"…","op":{"type":"element.update","elements":[…]}} */
+const FRAME_OVERHEAD = 160;
+const encoder = new TextEncoder();
+const byteLength = (s: string) => encoder.encode(s).length;
+
+/** The element, thinned to fit `budget` bytes if it has points; null when it cannot fit. */
+export function fitElement(el: BoardElement, budget: number): BoardElement | null {
+  let cur = el;
+  for (;;) {
+    if (byteLength(JSON.stringify(cur)) <= budget) return cur;
+    if (!('points' in cur) || cur.points.length <= 2) return null;
+    const pts = cur.points as readonly unknown[];
+    const thinned = pts.filter((_, i) => i % 2 === 0 || i === pts.length - 1);
+    cur = { ...cur, points: thinned } as BoardElement;
+  }
+}
 let refCounter = 0;
 const nextRef = () => `r${Date.now().toString(36)}${(refCounter++).toString(36)}`;
 const same = (a: BoardElement | undefined, b: BoardElement) => !!a && JSON.stringify(a) === JSON.stringify(b);
@@ -180,8 +198,32 @@ export class BoardSync {
     this.host.changed(this.view());
   }
 
+  /**
+   * Sends elements in operations of at most 100 elements that each fit in one
+   * gateway frame. An element too big for a frame on its own is thinned if it
+   * is a stroke or line (every other point dropped until it fits); anything
+   * else that big stays on this screen only, with a notice.
+   */
   private sendOps(type: 'element.add' | 'element.update', els: BoardElement[]): void {
-    for (let i = 0; i < els.length; i += CHUNK) this.submit({ type, elements: els.slice(i, i + CHUNK) });
+    const budget = this.host.maxFrameBytes - FRAME_OVERHEAD;
+    let chunk: BoardElement[] = [];
+    let bytes = 0;
+    for (const original of els) {
+      const el = fitElement(original, budget);
+      if (!el) {
+        this.host.notify('This drawing is too large to share with the others.');
+        continue;
+      }
+      const size = byteLength(JSON.stringify(el)) + 1;
+      if (chunk.length && (chunk.length >= CHUNK || bytes + size > budget)) {
+        this.submit({ type, elements: chunk });
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(el);
+      bytes += size;
+    }
+    if (chunk.length) this.submit({ type, elements: chunk });
   }
 
   private release(op: BoardOp): void {

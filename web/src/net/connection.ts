@@ -34,9 +34,11 @@ export class Connection {
     private readonly on: ConnectionEvents,
   ) {}
 
+  /** The socket URL: the path the gateway put in the page (`<meta name="lesson-socket">`), on the page's own host. */
   static forToken(token: string, on: ConnectionEvents): Connection {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    return new Connection(`${proto}//${location.host}/ws?token=${encodeURIComponent(token)}`, on);
+    const socketPath = document.querySelector<HTMLMetaElement>('meta[name="lesson-socket"]')?.content || '/ws?token=';
+    return new Connection(`${proto}//${location.host}${socketPath}${encodeURIComponent(token)}`, on);
   }
 
   start(): void {

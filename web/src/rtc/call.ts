@@ -21,6 +21,8 @@ export class Call {
   local: MediaStream | null = null;
   camera = false;
   mic = false;
+  /** turned off by the teacher: cannot be turned on until they allow it (the gateway keeps it off for everyone anyway) */
+  blocked = { camera: false, mic: false };
   private pcs = new Map<string, { pc: RTCPeerConnection; peer: Peer; queued: RTCIceCandidateInit[] }>();
   /** settles once camera/microphone are granted or refused: no connection is made before, or it would go out without my tracks */
   private ready: Promise<void> = Promise.resolve();
@@ -43,8 +45,8 @@ export class Call {
   private async getMedia(): Promise<void> {
     try {
       this.local = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 360 }, audio: true });
-      this.camera = true;
-      this.mic = true;
+      this.setCamera(true);
+      this.setMic(true);
     } catch {
       this.local = null;
     }
@@ -73,14 +75,21 @@ export class Call {
     for (const id of [...this.pcs.keys()]) this.peerLeft(id);
   }
 
+  /** The teacher's blocks (from the gateway): a blocked kind is turned off now. */
+  block(b: { camera: boolean; mic: boolean }): void {
+    this.blocked = { ...b };
+    if (b.camera && this.camera) this.setCamera(false);
+    if (b.mic && this.mic) this.setMic(false);
+  }
+
   setCamera(on: boolean): void {
-    this.camera = on && !!this.local?.getVideoTracks().length;
+    this.camera = on && !this.blocked.camera && !!this.local?.getVideoTracks().length;
     for (const t of this.local?.getVideoTracks() ?? []) t.enabled = this.camera;
     this.changed();
   }
 
   setMic(on: boolean): void {
-    this.mic = on && !!this.local?.getAudioTracks().length;
+    this.mic = on && !this.blocked.mic && !!this.local?.getAudioTracks().length;
     for (const t of this.local?.getAudioTracks() ?? []) t.enabled = this.mic;
     this.changed();
   }

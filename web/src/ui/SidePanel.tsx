@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
-import { CHAT_MAX_CHARS, type Participant } from '../../../src/board/protocol.js';
+import { CHAT_MAX_CHARS } from '../../../src/board/protocol.js';
+import type { Participant } from '../App.js';
 import { CameraIcon, MicIcon } from './icons.js';
 
 export interface ChatLine {
@@ -17,6 +18,7 @@ export function SidePanel(props: {
   chat: ChatLine[];
   sendChat: (text: string) => boolean;
   mute: (id: string, what: { camera?: boolean; mic?: boolean }) => void;
+  unmute: (id: string, what: { camera?: boolean; mic?: boolean }) => void;
   remove: (id: string) => void;
 }) {
   const [draft, setDraft] = useState('');
@@ -50,8 +52,16 @@ export function SidePanel(props: {
                 <span className="controls">
                   {props.full && (
                     <>
-                      <button title="Turn off their microphone" disabled={!p.mic} onClick={() => props.mute(p.id, { mic: true })}>Mute</button>
-                      <button title="Turn off their camera" disabled={!p.camera} onClick={() => props.mute(p.id, { camera: true })}>Cam off</button>
+                      {p.mic_blocked ? (
+                        <button title="Let them turn their microphone on again" onClick={() => props.unmute(p.id, { mic: true })}>Allow mic</button>
+                      ) : (
+                        <button title="Turn off their microphone until you allow it" onClick={() => props.mute(p.id, { mic: true })}>Mute</button>
+                      )}
+                      {p.camera_blocked ? (
+                        <button title="Let them turn their camera on again" onClick={() => props.unmute(p.id, { camera: true })}>Allow cam</button>
+                      ) : (
+                        <button title="Turn off their camera until you allow it" onClick={() => props.mute(p.id, { camera: true })}>Cam off</button>
+                      )}
                     </>
                   )}
                   <button

@@ -1,5 +1,5 @@
 import { useEffect, useRef } from 'react';
-import type { Participant } from '../../../src/board/protocol.js';
+import type { Participant } from '../App.js';
 import type { Call } from '../rtc/call.js';
 import { CameraIcon, MicIcon } from './icons.js';
 
@@ -17,23 +17,46 @@ function Tile({ stream, name, muted, self, camera }: { stream: MediaStream | nul
   );
 }
 
-/** Tiles for me and each person in the call, with my camera and microphone toggles (mode `full` only). */
-export function VideoTiles({ call, me, participants }: { call: Call; me: Participant; participants: Participant[] }) {
+/**
+ * Tiles for me and each person in the call, with my camera and microphone
+ * toggles (mode `full` only). A person is heard and seen only while the
+ * gateway reports their microphone/camera on: a page that ignored the
+ * teacher's mute is still silent and dark here.
+ */
+export function VideoTiles({ call, me, participants, changed }: { call: Call; me: Participant; participants: Participant[]; changed: () => void }) {
   const byId = new Map(participants.map((p) => [p.id, p]));
   return (
     <section className="video" aria-label="Video call" data-testid="video">
       <div className="tiles">
         <Tile stream={call.local} name={me.name} muted self camera={call.camera} />
         {call.peers().map((p) => (
-          <Tile key={p.id} stream={p.stream} name={byId.get(p.id)?.name ?? '…'} muted={false} camera={byId.get(p.id)?.camera ?? true} />
+          <Tile key={p.id} stream={p.stream} name={byId.get(p.id)?.name ?? '…'} muted={!byId.get(p.id)?.mic} camera={!!byId.get(p.id)?.camera} />
         ))}
       </div>
       <div className="call-controls">
-        <button className={call.mic ? 'on' : 'off'} disabled={!call.local} onClick={() => call.setMic(!call.mic)} data-testid="toggle-mic">
-          <MicIcon /> {call.mic ? 'Mic on' : 'Mic off'}
+        <button
+          className={call.mic ? 'on' : 'off'}
+          disabled={!call.local || call.blocked.mic}
+          title={call.blocked.mic ? 'The teacher turned your microphone off' : undefined}
+          onClick={() => {
+            call.setMic(!call.mic);
+            changed();
+          }}
+          data-testid="toggle-mic"
+        >
+          <MicIcon /> {call.blocked.mic ? 'Mic off (teacher)' : call.mic ? 'Mic on' : 'Mic off'}
         </button>
-        <button className={call.camera ? 'on' : 'off'} disabled={!call.local} onClick={() => call.setCamera(!call.camera)} data-testid="toggle-camera">
-          <CameraIcon /> {call.camera ? 'Camera on' : 'Camera off'}
+        <button
+          className={call.camera ? 'on' : 'off'}
+          disabled={!call.local || call.blocked.camera}
+          title={call.blocked.camera ? 'The teacher turned your camera off' : undefined}
+          onClick={() => {
+            call.setCamera(!call.camera);
+            changed();
+          }}
+          data-testid="toggle-camera"
+        >
+          <CameraIcon /> {call.blocked.camera ? 'Camera off (teacher)' : call.camera ? 'Camera on' : 'Camera off'}
         </button>
       </div>
     </section>

@@ -1,0 +1,85 @@
+import { BoardOpError } from '../../../src/board/errors.js';
+import { ClientMessages } from '../../../src/board/protocol.js';
+import type { GatewayFeature } from '../../features.js';
+import { defineMessage } from '../../protocol/registry.js';
+import type { LessonHub } from '../hub.js';
+import { originOf } from './fanout.js';
+
+/**
+ * The shared board through the gateway (docs/board-protocol.md, "Board"):
+ * `board.op` is validated, sequenced and stored by the BoardService (Postgres
+ * decides the order, across nodes) and acknowledged once durable; committed
+ * operations reach every page of the lesson on every node through the
+ * lesson's BoardFanout; `board.sync` answers the board or what changed since
+ * a seq. Who may do what (teacher-only page operations, pinned pages, limits)
+ * is the BoardService's rule, applied with the role of the link.
+ */
+export function boardFeature(hub: LessonHub): GatewayFeature {
+  const board = hub.board;
+
+  const op = defineMessage({
+    type: 'board.op',
+    schema: ClientMessages['board.op'],
+    description: 'A board operation; answered by board.ack (durable, at its place in the order) or board.reject.',
+    async handle({ conn }, msg) {
+      const fanout = hub.lesson(conn.lessonId)?.fanout;
+      if (!fanout) return; // the connection is closing
+      fanout.expect(conn, msg.ref);
+      try {
+        const ack = await board.submit(conn.lessonId, msg.op, { role: conn.person.role }, originOf(conn, msg.ref));
+        fanout.committed(conn, msg.ref, ack.seq);
+      } catch (err) {
+        fanout.settled(conn, msg.ref);
+        const e = err instanceof BoardOpError ? err : new BoardOpError('unavailable', 'the operation could not be stored; try again');
+        if (!(err instanceof BoardOpError)) hub.log.error({ err, lesson_id: conn.lessonId }, 'board submit failed');
+        conn.send(JSON.stringify({ type: 'board.reject', ref: msg.ref, code: e.code, message: e.message }));
+      }
+    },
+  });
+
+  const sync = defineMessage({
+    type: 'board.sync',
+    schema: ClientMessages['board.sync'],
+    description: 'Asks for the board (since 0) or what changed after `since`; answered by board.state.',
+    async handle({ conn }, msg) {
+      let r;
+      try {
+        r = await board.read(conn.lessonId, msg.since);
+      } catch (err) {
+        // The page cannot go on without the board: it reconnects with backoff and asks again.
+        hub.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'board read failed');
+        conn.close('unavailable');
+        return;
+      }
+      conn.send(
+        JSON.stringify({
+          type: 'board.state',
+          seq: r.head.seq,
+          full: r.full,
+          pages: r.head.pages,
+          pinned_page_id: r.head.pinned_page_id,
+          elements: r.elements,
+          deleted_ids: r.deleted_ids,
+        }),
+      );
+    },
+  });
+
+  return {
+    name: 'board',
+    messages: [op, sync],
+    async welcome({ conn }) {
+      try {
+        await hub.enter(conn);
+      } catch (err) {
+        hub.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'board feed unavailable at join');
+        conn.close('unavailable');
+      }
+      return {};
+    },
+    onClosed({ conn }) {
+      hub.exit(conn);
+    },
+    close: () => hub.close(),
+  };
+}

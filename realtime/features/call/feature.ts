@@ -1,0 +1,77 @@
+import { ClientMessages } from '../../../src/board/protocol.js';
+import type { Deps } from '../../../src/deps.js';
+import type { ClientConnection } from '../../ClientConnection.js';
+import type { GatewayFeature } from '../../features.js';
+import { defineMessage } from '../../protocol/registry.js';
+import { featureError } from '../frames.js';
+import type { LessonHub } from '../hub.js';
+import { mediaStateFrame, type MediaStates } from './media.js';
+
+/** Person ids are 16 base64url characters (realtime/Gateway.ts publicPersonId). */
+export const PERSON_ID = /^[A-Za-z0-9_-]{16}$/;
+
+/** Refuses call messages in board_only lessons; true when the message may go on. */
+export function callAllowed(conn: ClientConnection, type: string): boolean {
+  if (conn.link.lesson_mode === 'full') return true;
+  conn.send(featureError('board_only', 'this lesson has no video call', type));
+  return false;
+}
+
+/**
+ * The video call of `full` lessons (docs/board-protocol.md, "Video call"):
+ * WebRTC signalling relayed to one person of the same lesson, on whichever
+ * node their sockets are, with the sender's id set by the gateway; camera and
+ * microphone state kept per lesson (MediaStates) and told to everyone. In
+ * `board_only` lessons every call message is refused (`error` `board_only`)
+ * and `welcome` carries no ICE servers.
+ */
+export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): GatewayFeature {
+  const log = deps.log.child({ component: 'call' });
+
+  const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice'>(type: T) =>
+    defineMessage({
+      type,
+      schema: ClientMessages[type],
+      description: `WebRTC ${type.slice(4)}, relayed only to the participant \`to\` of the same lesson (full lessons).`,
+      handle({ conn }, msg: { to: string; sdp?: string; candidate?: unknown }) {
+        if (!callAllowed(conn, type)) return;
+        if (!PERSON_ID.test(msg.to) || msg.to === conn.person.id) {
+          conn.send(featureError('not_found', 'no such participant in this lesson', type));
+          return;
+        }
+        const frame = type === 'rtc.ice' ? { type, from: conn.person.id, candidate: msg.candidate } : { type, from: conn.person.id, sdp: msg.sdp };
+        hub.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
+      },
+    });
+
+  const state = defineMessage({
+    type: 'media.state',
+    schema: ClientMessages['media.state'],
+    description: 'My camera/microphone are on or off; told to everyone as media.state (a kind the teacher blocked stays off).',
+    async handle({ conn, gateway }, msg) {
+      if (!callAllowed(conn, 'media.state')) return;
+      const s = await media.set(conn.lessonId, conn.person, msg);
+      gateway.broadcast(conn.lessonId, mediaStateFrame(conn.person.id, s));
+    },
+  });
+
+  return {
+    name: 'call',
+    messages: [signal('rtc.offer'), signal('rtc.answer'), signal('rtc.ice'), state],
+    async welcome({ conn }) {
+      if (conn.link.lesson_mode !== 'full') return {};
+      let states = {};
+      try {
+        states = await media.all(conn.lessonId);
+      } catch (err) {
+        log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'media state unavailable');
+      }
+      return { ice_servers: deps.config.ICE_SERVERS, media: states };
+    },
+    async onClosed({ conn, gateway, personLeft }) {
+      if (!personLeft || conn.link.lesson_mode !== 'full') return;
+      const s = await media.left(conn.lessonId, conn.person.id);
+      gateway.broadcast(conn.lessonId, mediaStateFrame(conn.person.id, s));
+    },
+  };
+}
