@@ -1,0 +1,340 @@
+import { describe, expect, it } from 'vitest';
+import { ServerMessages, WelcomeExtras } from '../../src/board/protocol.js';
+import { TestClient, join, type Received } from '../realtime/helpers/client.js';
+import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
+import { startTestGateway } from '../realtime/helpers/gateway.js';
+import { spawnGateway } from '../realtime/helpers/processes.js';
+import { rect, stroke, text } from './factories.js';
+import { until } from './helpers.js';
+
+/**
+ * The lesson features through the real gateway, with real sockets: node A
+ * runs in this process (startGateway with its default features), node B is a
+ * real gateway process (src/main.ts, ROLES=gateway) on the same database and
+ * Redis.
+ */
+const a = await startTestGateway({ env: { BOARD_RELAY_GAP_MS: '300', BOARD_PREVIEW_DEBOUNCE_MS: '60000' } });
+const b = await spawnGateway(a.env);
+const sql = a.deps.sql;
+
+async function lesson(mode: 'full' | 'board_only' = 'board_only') {
+  const f = await lessonWithLinks(sql, { mode });
+  return { ...f, teacher: (id = 'teacher-1', name = 'Tess') => f.link(id, { role: 'teacher', name }) };
+}
+
+/** What a client saw of the board: seq -> op, from board.ops and from the acks of its own ops. */
+function boardView(c: TestClient, mine: Map<string, unknown>): Map<number, unknown> {
+  const seen = new Map<number, unknown>();
+  for (const m of c.messages) {
+    if (m.type === 'board.ops') for (const o of m.ops) seen.set(o.seq, o.op);
+    if (m.type === 'board.ack' && m.seq !== null) seen.set(m.seq, mine.get(m.ref));
+  }
+  return seen;
+}
+
+/** Sends a board op and remembers it by ref. */
+function sendOp(c: TestClient, mine: Map<string, unknown>, ref: string, op: unknown): void {
+  mine.set(ref, op);
+  c.send({ type: 'board.op', ref, op });
+}
+
+const answered = (c: TestClient, ref: string) => c.waitFor((m) => (m.type === 'board.ack' || m.type === 'board.reject') && m.ref === ref, `answer to ${ref}`, 10_000);
+
+describe('board operations through the gateway', () => {
+  it('orders operations of people on two gateway nodes into one sequence that every page sees identically, each sender acknowledged at its place', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s1 = await join(a.wsUrl(await f.link('s1')));
+    const s2 = await join(b.wsUrl(await f.link('s2')));
+    const clients = [t, s1, s2];
+    const mine = clients.map(() => new Map<string, unknown>());
+    const N = 25;
+    for (let i = 0; i < N; i++) {
+      clients.forEach((c, k) => sendOp(c, mine[k], `c${k}-${i}`, { type: 'element.add', elements: [rect(`e${k}-${i}`, { x: i * 10, y: k * 100 })] }));
+    }
+    await Promise.all(clients.map((c, k) => Promise.all(Array.from({ length: N }, (_, i) => answered(c, `c${k}-${i}`)))));
+    for (const [k, c] of clients.entries()) {
+      for (const m of c.of('board.ack')) expect(m.seq, `ack of ${m.ref}`).toEqual(expect.any(Number));
+      await until(() => boardView(c, mine[k]).size === 3 * N, 10_000);
+    }
+    // every page: seqs 1..75 without gaps, in increasing order of arrival, the same op at each seq
+    const reference = boardView(t, mine[0]);
+    expect([...reference.keys()].sort((x, y) => x - y)).toEqual(Array.from({ length: 3 * N }, (_, i) => i + 1));
+    for (const [k, c] of clients.entries()) {
+      expect(boardView(c, mine[k])).toEqual(reference);
+      const arrival = c.messages.flatMap((m) => (m.type === 'board.ops' ? m.ops.map((o: { seq: number }) => o.seq) : m.type === 'board.ack' ? [m.seq] : []));
+      expect(arrival).toEqual([...arrival].sort((x, y) => x - y));
+      // nobody gets their own operation back as board.ops
+      const own = new Set([...mine[k].values()].map((op) => JSON.stringify(op)));
+      for (const m of c.of('board.ops')) for (const o of m.ops) expect(own.has(JSON.stringify(o.op))).toBe(false);
+    }
+    for (const m of [...t.of('board.ops'), ...t.of('board.ack')]) expect(ServerMessages[m.type as 'board.ops'].safeParse(m).success).toBe(true);
+    const [row] = await sql<{ seq: string }[]>`SELECT seq FROM boards WHERE lesson_id = ${f.lesson.id}`;
+    expect(Number(row.seq)).toBe(3 * N);
+    await Promise.all(clients.map((c) => c.close()));
+  }, 30_000);
+
+  it('answers board.sync with the whole board or what changed since a seq, and a page joining later starts from it', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const mine = new Map<string, unknown>();
+    sendOp(t, mine, 'r1', { type: 'element.add', elements: [rect('x1'), stroke('x2')] });
+    sendOp(t, mine, 'r2', { type: 'element.delete', ids: ['x1'] });
+    sendOp(t, mine, 'r3', { type: 'element.add', elements: [text('x3', 'hello')] });
+    await answered(t, 'r3');
+    const late = await join(b.wsUrl(await f.link('late')));
+    late.send({ type: 'board.sync', since: 0 });
+    const full = await late.waitType('board.state');
+    expect(ServerMessages['board.state'].parse(full)).toMatchObject({ seq: 3, full: true, pinned_page_id: null });
+    expect(full.elements.map((e: { id: string }) => e.id).sort()).toEqual(['x2', 'x3']);
+    late.send({ type: 'board.sync', since: 1 });
+    const delta = await late.waitFor((m) => m.type === 'board.state' && !m.full, 'delta state');
+    expect(delta).toMatchObject({ seq: 3, full: false, deleted_ids: ['x1'] });
+    expect(delta.elements.map((e: { id: string }) => e.id)).toEqual(['x3']);
+    await Promise.all([t.close(), late.close()]);
+  });
+
+  it('refuses malformed and oversized operations without applying anything, and closes a socket that sends a frame over the limit', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const mine = new Map<string, unknown>();
+    sendOp(t, mine, 'bad-type', { type: 'element.explode', ids: ['a'] });
+    sendOp(t, mine, 'bad-el', { type: 'element.add', elements: [{ ...rect('r1'), width: -5 }] });
+    sendOp(t, mine, 'long-text', { type: 'element.add', elements: [text('t1', 'x'.repeat(10_001))] });
+    sendOp(t, mine, 'many', { type: 'element.add', elements: Array.from({ length: 101 }, (_, i) => rect(`m${i}`)) });
+    sendOp(t, mine, 'no-page', { type: 'element.add', elements: [rect('r2', { page_id: 'page-404' })] });
+    t.send({ type: 'board.op', op: { type: 'page.pin', page_id: null } }); // no ref
+    t.send({ type: 'board.op', ref: 'x'.repeat(65), op: {} });
+    t.send({ type: 'board.sync', since: -1 });
+    const rejects = await Promise.all(['bad-type', 'bad-el', 'long-text', 'many', 'no-page'].map((r) => answered(t, r)));
+    expect(rejects.map((m) => [m.ref, m.type, m.code])).toEqual([
+      ['bad-type', 'board.reject', 'invalid'],
+      ['bad-el', 'board.reject', 'invalid'],
+      ['long-text', 'board.reject', 'too_large'],
+      ['many', 'board.reject', 'too_large'],
+      ['no-page', 'board.reject', 'not_found'],
+    ]);
+    await t.waitFor(() => t.of('error').length >= 3, 'three envelope errors');
+    expect(t.of('error').map((e) => [e.code, e.ref])).toEqual([
+      ['invalid_message', 'board.op'],
+      ['invalid_message', 'board.op'],
+      ['invalid_message', 'board.sync'],
+    ]);
+    const [row] = await sql`SELECT seq FROM boards WHERE lesson_id = ${f.lesson.id}`;
+    expect(row === undefined || Number(row.seq) === 0).toBe(true);
+    expect(t.ws.readyState).toBe(t.ws.OPEN);
+
+    // a frame over GATEWAY_MAX_PAYLOAD_BYTES (64 KB) closes the socket with 4413
+    t.send({ type: 'board.op', ref: 'huge', op: { type: 'element.add', elements: [stroke('big', 4000, { points: Array.from({ length: 4000 }, (_, i) => [i + 0.123456789, i * 2 + 0.987654321]) })] } });
+    expect(await t.waitClosed()).toBe(4413);
+  });
+
+  it('sends a 2,000-element board (~1 MB) in one board.state without closing the socket', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const els = Array.from({ length: 2000 }, (_, i) => stroke(`s${i}`, 40, { x: i % 50, y: Math.floor(i / 50) }));
+    const { BoardService } = await import('../../src/board/service.js');
+    const direct = new BoardService(a.deps);
+    for (let i = 0; i < els.length; i += 100) await direct.submit(f.lesson.id, { type: 'element.add', elements: els.slice(i, i + 100) }, { role: 'teacher' });
+    await direct.close();
+    const s = await join(b.wsUrl(await f.link('s')));
+    s.send({ type: 'board.sync', since: 0 });
+    const state = await s.waitType('board.state', 15_000);
+    expect(state.elements).toHaveLength(2000);
+    expect(JSON.stringify(state).length).toBeGreaterThan(1_000_000);
+    expect(s.ws.readyState).toBe(s.ws.OPEN);
+    await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('pinned pages', () => {
+  it('moves everyone to a page the teacher pins; students cannot act outside it or pin, until the teacher unpins', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s = await join(b.wsUrl(await f.link('s')));
+    const tm = new Map<string, unknown>();
+    const sm = new Map<string, unknown>();
+    sendOp(t, tm, 'p2', { type: 'page.add', page: { id: 'page-2', name: 'Exercise' }, after_page_id: null });
+    sendOp(t, tm, 'pin', { type: 'page.pin', page_id: 'page-2' });
+    await answered(t, 'pin');
+    const pin = await s.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: any) => o.op.type === 'page.pin'), 'the pin');
+    expect(pin.ops.find((o: any) => o.op.type === 'page.pin').op).toEqual({ type: 'page.pin', page_id: 'page-2' });
+
+    sendOp(s, sm, 'outside', { type: 'element.add', elements: [rect('r-out', { page_id: 'page-1' })] });
+    sendOp(s, sm, 'inside', { type: 'element.add', elements: [rect('r-in', { page_id: 'page-2' })] });
+    sendOp(s, sm, 'new-page', { type: 'page.add', page: { id: 'page-3', name: 'Mine' }, after_page_id: null });
+    sendOp(s, sm, 'unpin', { type: 'page.pin', page_id: null });
+    const answers = await Promise.all(['outside', 'inside', 'new-page', 'unpin'].map((r) => answered(s, r)));
+    expect(answers.map((m) => m.code ?? 'ack')).toEqual(['pinned', 'ack', 'pinned', 'forbidden']);
+
+    s.send({ type: 'board.sync', since: 0 });
+    expect(await s.waitType('board.state')).toMatchObject({ pinned_page_id: 'page-2' });
+    sendOp(t, tm, 'unpin', { type: 'page.pin', page_id: null });
+    await answered(t, 'unpin');
+    sendOp(s, sm, 'after', { type: 'element.add', elements: [rect('r-after', { page_id: 'page-1' })] });
+    expect((await answered(s, 'after')).type).toBe('board.ack');
+    await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('teacher rights', () => {
+  it('removes a participant: their sockets on every node close with 4403, and their link is refused at the upgrade and the page on every node, after a restart too', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const token = await f.link('noisy', { name: 'Noisy' });
+    const s1 = await join(b.wsUrl(token)); // two tabs, on two nodes
+    const s2 = await join(a.wsUrl(token));
+    const other = await join(b.wsUrl(await f.link('calm')));
+    const id = s1.of('welcome')[0].you.id;
+
+    // a student cannot remove anyone
+    other.send({ type: 'teacher.remove', participant_id: id });
+    expect(await other.waitType('error')).toMatchObject({ code: 'forbidden', ref: 'teacher.remove' });
+
+    t.send({ type: 'teacher.remove', participant_id: id });
+    expect(await s1.waitClosed()).toBe(4403);
+    expect(await s2.waitClosed()).toBe(4403);
+    await t.waitFor((m) => m.type === 'presence' && m.event === 'left' && m.person.id === id, 'the removed person left');
+    expect(other.ws.readyState).toBe(other.ws.OPEN);
+
+    for (const node of [a, b]) {
+      const again = new TestClient(node.wsUrl(token));
+      await expect(again.opened).rejects.toThrow('403');
+      const page = await fetch(node.wsUrl(token).replace('ws:', 'http:').replace(/\/ws\?token=.*/, `/embed/${token}`));
+      expect(page.status).toBe(403);
+      expect(page.headers.get('cache-control')).toBe('no-store');
+    }
+    // durable: a gateway started after the removal refuses it as well
+    const c = await spawnGateway(a.env);
+    await expect(new TestClient(c.wsUrl(token)).opened).rejects.toThrow('403');
+    await c.stop();
+    const [row] = await sql`SELECT person_id, removed_by FROM lesson_removals WHERE lesson_id = ${f.lesson.id}`;
+    expect(row).toEqual({ person_id: id, removed_by: t.of('welcome')[0].you.id });
+
+    // a link issued after the removal lets the person back in (the partner decided so)
+    const back = await join(b.wsUrl(await f.link('noisy', { name: 'Noisy' })));
+    expect(back.of('welcome')[0].you.id).toBe(id);
+    await Promise.all([t.close(), other.close(), back.close()]);
+  }, 60_000);
+
+  it("mutes a student's microphone: every page is told at once, the student's own 'on' stays off until the teacher allows it", async () => {
+    const f = await lesson('full');
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s = await join(b.wsUrl(await f.link('s', { name: 'Sam' })));
+    const o = await join(a.wsUrl(await f.link('o', { name: 'Olga' })));
+    const sid = s.of('welcome')[0].you.id;
+    const tid = t.of('welcome')[0].you.id;
+    const stateOf = (c: TestClient, id: string) => c.of('media.state').filter((m) => m.participant_id === id).sort((x, y) => x.v - y.v).at(-1);
+
+    s.send({ type: 'media.state', camera: true, mic: true });
+    t.send({ type: 'media.state', camera: true, mic: true });
+    await until(() => stateOf(o, sid)?.mic === true && stateOf(o, tid)?.mic === true);
+
+    // students cannot mute; teachers cannot be muted
+    s.send({ type: 'teacher.mute', participant_id: tid, mic: true });
+    expect(await s.waitType('error')).toMatchObject({ code: 'forbidden', ref: 'teacher.mute' });
+    const t2 = await join(a.wsUrl(await f.teacher('teacher-2', 'Tom')));
+    t2.send({ type: 'teacher.mute', participant_id: tid, mic: true });
+    expect(await t2.waitType('error')).toMatchObject({ code: 'forbidden', message: 'teachers cannot be muted' });
+
+    t.send({ type: 'teacher.mute', participant_id: sid, mic: true });
+    expect(await s.waitType('muted')).toEqual({ type: 'muted', camera: false, mic: true, by: 'Tess' });
+    await until(() => stateOf(o, sid)?.mic === false);
+    expect(ServerMessages['media.state'].parse(stateOf(o, sid))).toMatchObject({ camera: true, mic: false, mic_blocked: true, camera_blocked: false });
+
+    // a page that ignores the mute and says its microphone is on is still reported off
+    s.send({ type: 'media.state', camera: true, mic: true });
+    const v = stateOf(o, sid).v;
+    await until(() => stateOf(o, sid).v > v);
+    expect(stateOf(o, sid)).toMatchObject({ mic: false, mic_blocked: true });
+
+    // a page joining now learns it in welcome
+    const late = await join(b.wsUrl(await f.link('late')));
+    expect(WelcomeExtras.parse(late.of('welcome')[0]).media![sid]).toMatchObject({ mic: false, mic_blocked: true, camera: true });
+
+    t.send({ type: 'teacher.unmute', participant_id: sid, mic: true });
+    expect(await s.waitType('unmuted')).toMatchObject({ mic: true, camera: false });
+    await until(() => stateOf(o, sid)?.mic_blocked === false);
+    expect(stateOf(o, sid).mic).toBe(false); // the gateway never turns a microphone on
+    s.send({ type: 'media.state', camera: true, mic: true });
+    await until(() => stateOf(o, sid)?.mic === true);
+    await Promise.all([t, s, o, t2, late].map((c) => c.close()));
+  }, 30_000);
+});
+
+describe('video call signalling', () => {
+  it('relays offer, answer and ICE only to the named person, across nodes, with the sender set by the gateway', async () => {
+    const f = await lesson('full');
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s = await join(b.wsUrl(await f.link('s')));
+    const o = await join(b.wsUrl(await f.link('o')));
+    const outsider = await join(a.wsUrl(await (await lesson('full')).link('x')));
+    const [tid, sid] = [t, s].map((c) => c.of('welcome')[0].you.id);
+    expect(WelcomeExtras.parse(t.of('welcome')[0])).toMatchObject({ ice_servers: [], chat: [] });
+
+    t.send({ type: 'rtc.offer', to: sid, sdp: 'v=0 offer' });
+    expect(await s.waitType('rtc.offer')).toEqual({ type: 'rtc.offer', from: tid, sdp: 'v=0 offer' });
+    s.send({ type: 'rtc.answer', to: tid, sdp: 'v=0 answer' });
+    expect(await t.waitType('rtc.answer')).toEqual({ type: 'rtc.answer', from: sid, sdp: 'v=0 answer' });
+    const candidate = { candidate: 'candidate:1 1 udp 2122260223 192.0.2.1 54400 typ host', sdpMid: '0', sdpMLineIndex: 0 };
+    s.send({ type: 'rtc.ice', to: tid, candidate });
+    expect(await t.waitType('rtc.ice')).toEqual({ type: 'rtc.ice', from: sid, candidate });
+    t.send({ type: 'rtc.offer', to: 'AAAAAAAAAAAAAAAA', sdp: 'v=0' }); // nobody: dropped
+    t.send({ type: 'rtc.offer', to: tid, sdp: 'v=0' });
+    expect(await t.waitType('error')).toMatchObject({ code: 'not_found', ref: 'rtc.offer' });
+    await new Promise((r) => setTimeout(r, 300));
+    for (const c of [o, outsider]) expect(c.messages.filter((m) => m.type.startsWith('rtc.'))).toEqual([]);
+    await Promise.all([t, s, o, outsider].map((c) => c.close()));
+  });
+
+  it('refuses signalling, media state and mutes in board_only lessons, and welcome has no ICE servers there', async () => {
+    const f = await lesson('board_only');
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s = await join(b.wsUrl(await f.link('s')));
+    const sid = s.of('welcome')[0].you.id;
+    expect(t.of('welcome')[0].ice_servers).toBeUndefined();
+    const refused = ['rtc.offer', 'rtc.answer', 'rtc.ice', 'media.state', 'teacher.mute'];
+    t.send({ type: 'rtc.offer', to: sid, sdp: 'v=0' });
+    t.send({ type: 'rtc.answer', to: sid, sdp: 'v=0' });
+    t.send({ type: 'rtc.ice', to: sid, candidate: { candidate: 'candidate:1' } });
+    t.send({ type: 'media.state', camera: true, mic: true });
+    t.send({ type: 'teacher.mute', participant_id: sid, mic: true });
+    await t.waitFor(() => t.of('error').length === refused.length, 'five refusals');
+    expect(t.of('error').map((e) => [e.code, e.ref])).toEqual(refused.map((r) => ['board_only', r]));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(s.messages.filter((m) => m.type.startsWith('rtc.') || m.type === 'muted' || m.type === 'media.state')).toEqual([]);
+    expect(t.ws.readyState).toBe(t.ws.OPEN);
+    await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('chat', () => {
+  it('reaches everyone in the lesson on every node (sender included), nobody outside it, and the last lines come with welcome', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s = await join(b.wsUrl(await f.link('s', { name: 'Sam' })));
+    const outsider = await join(b.wsUrl(await (await lesson()).link('x')));
+    s.send({ type: 'chat.send', text: '  Hello, teacher!  ' });
+    const line = await t.waitType('chat');
+    expect(ServerMessages.chat.parse(line)).toEqual({ type: 'chat', id: expect.any(String), from: { id: s.of('welcome')[0].you.id, name: 'Sam', role: 'student' }, text: 'Hello, teacher!', at: expect.any(String) });
+    expect((await s.waitType('chat')).id).toBe(line.id);
+    s.send({ type: 'chat.send', text: '<b>not html</b>' });
+    await t.waitFor(() => t.of('chat').length === 2, 'second line');
+    const late = await join(a.wsUrl(await f.link('late')));
+    expect(late.of('welcome')[0].chat.map((l: Received) => l.text)).toEqual(['Hello, teacher!', '<b>not html</b>']);
+    expect(outsider.of('chat')).toEqual([]);
+    expect(outsider.of('welcome')[0].chat).toEqual([]);
+    await Promise.all([t, s, outsider, late].map((c) => c.close()));
+  });
+
+  it('refuses more than a burst of chat lines from one connection', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    for (let i = 0; i < 15; i++) t.send({ type: 'chat.send', text: `line ${i}` });
+    await t.waitFor((m) => m.type === 'error' && m.code === 'rate_limited', 'rate limit');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(t.of('chat').length).toBeGreaterThanOrEqual(10);
+    expect(t.of('chat').length).toBeLessThan(15);
+    await t.close();
+  });
+});
