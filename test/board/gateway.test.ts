@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ServerMessages, WelcomeExtras } from '../../src/board/protocol.js';
+import { BoardService } from '../../src/board/service.js';
+import { makeDeps } from '../helpers/deps.js';
 import { TestClient, join, type Received } from '../realtime/helpers/client.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
@@ -133,7 +135,6 @@ describe('board operations through the gateway', () => {
     const f = await lesson();
     const t = await join(a.wsUrl(await f.teacher()));
     const els = Array.from({ length: 2000 }, (_, i) => stroke(`s${i}`, 40, { x: i % 50, y: Math.floor(i / 50) }));
-    const { BoardService } = await import('../../src/board/service.js');
     const direct = new BoardService(a.deps);
     for (let i = 0; i < els.length; i += 100) await direct.submit(f.lesson.id, { type: 'element.add', elements: els.slice(i, i + 100) }, { role: 'teacher' });
     await direct.close();
@@ -143,6 +144,30 @@ describe('board operations through the gateway', () => {
     expect(state.elements).toHaveLength(2000);
     expect(JSON.stringify(state).length).toBeGreaterThan(1_000_000);
     expect(s.ws.readyState).toBe(s.ws.OPEN);
+    await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('a lost relay message', () => {
+  it('makes every page resync, and a sender whose operation was held behind the gap still gets its ack', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s = await join(b.wsUrl(await f.link('s')));
+    // An operation committed by a node whose relay message never arrives (it publishes under another prefix).
+    const lostDeps = makeDeps({ env: { ...a.env, REDIS_KEY_PREFIX: `${a.env.REDIS_KEY_PREFIX}lost:` } });
+    const lost = new BoardService(lostDeps);
+    expect(await lost.submit(f.lesson.id, { type: 'element.add', elements: [rect('lost')] }, { role: 'teacher' })).toEqual({ seq: 1 });
+    await lost.close();
+    await lostDeps.close();
+
+    const mine = new Map<string, unknown>();
+    sendOp(t, mine, 'after-gap', { type: 'element.add', elements: [rect('mine')] });
+    const resync = await t.waitType('board.resync', 5000);
+    expect(resync).toEqual({ type: 'board.resync', seq: 2 });
+    expect(await answered(t, 'after-gap')).toEqual({ type: 'board.ack', ref: 'after-gap', seq: 2 });
+    expect(await s.waitType('board.resync', 5000)).toEqual({ type: 'board.resync', seq: 2 });
+    s.send({ type: 'board.sync', since: 0 });
+    expect((await s.waitType('board.state')).elements.map((e: { id: string }) => e.id).sort()).toEqual(['lost', 'mine']);
     await Promise.all([t.close(), s.close()]);
   });
 });
