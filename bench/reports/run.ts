@@ -1,7 +1,7 @@
 /**
  * bench/reports: latency of GET /usage and GET /calls over a year for a partner
  * with 200,000 sessions (ten other partners hold as many), through the real API
- * on loopback. Seeds a database of its own with SQL, prints median/p90/p99 per
+ * (the API role in a process of its own) on loopback. Seeds a database of its own with SQL, prints median/p90/p99 per
  * scenario and the EXPLAIN ANALYZE plan of every report query, then drops the
  * database.
  *
@@ -10,22 +10,21 @@
  *   npm run bench:reports -- --reuse            # reuse a kept database (no seeding)
  *   BENCH_SESSIONS=20000 BENCH_SAMPLES=10 npm run bench:reports   # a quick smoke run
  */
+import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config.js';
+import { request } from 'undici';
 import { createSql } from '../../src/db/index.js';
 import { migrate } from '../../src/db/migrate.js';
 import type { Deps } from '../../src/deps.js';
 import { createApiKey } from '../../src/domain/apiKeys.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
-import { systemClock } from '../../src/lib/clock.js';
-import { createLogger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
 import { getCallsReport } from '../../src/reports/calls.js';
 import { moscowToday } from '../../src/reports/period.js';
 import { getUsageReport } from '../../src/reports/usage.js';
-import { startApi } from '../../src/server.js';
 import { partnerId, seed } from './seed.js';
 
 const args = new Set(process.argv.slice(2));
@@ -73,12 +72,19 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function measure(name: string, url: string, key: string): Promise<void> {
+  // Time to the last byte of the body. The body is counted, not collected: a
+  // client that buffers and copies 22 MB measures itself more than the server.
   const once = async () => {
     const t = performance.now();
-    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-    const body = await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${name}: ${res.status} ${Buffer.from(body).toString()}`);
-    return { ms: performance.now() - t, bytes: body.byteLength };
+    const res = await request(url, { headers: { authorization: `Bearer ${key}` } });
+    let bytes = 0;
+    let first: Buffer | undefined;
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      first ??= chunk;
+      bytes += chunk.length;
+    }
+    if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${first?.toString()}`);
+    return { ms: performance.now() - t, bytes };
   };
   for (let i = 0; i < WARMUP; i++) await once();
   const ms: number[] = [];
@@ -164,47 +170,74 @@ async function chargeOverhead(sql: Deps['sql']): Promise<void> {
   line('endSession', stats.on.end, stats.off.end);
 }
 
+/**
+ * The partner API in a process of its own (bench/reports/api-process.ts), so
+ * the client reading 22 MB bodies does not share the server's event loop.
+ * Resolves with its port once it listens.
+ */
+async function startApiProcess(): Promise<{ port: number; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/reports/api-process.ts'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: dbUrl,
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: redisPrefix,
+      HOST: '127.0.0.1',
+      API_PORT: '0',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('API process did not start within 60 s')), 60_000);
+    child.once('exit', (code) => reject(new Error(`API process exited (${code})`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const msg = JSON.parse(line) as { port?: number };
+      if (msg.port) {
+        clearTimeout(timer);
+        resolve(msg.port);
+      }
+    });
+  });
+  return {
+    port,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
 async function main(): Promise<void> {
   await prepareDatabase();
-  const config = loadConfig({
-    DATABASE_URL: dbUrl,
-    REDIS_URL: redisUrl,
-    REDIS_KEY_PREFIX: redisPrefix,
-    LOG_LEVEL: 'warn',
-    HOST: '127.0.0.1',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-  });
-  const deps: Deps = {
-    config,
-    sql: createSql(dbUrl, { max: 10 }),
-    redis: createRedis(redisUrl, redisPrefix),
-    clock: systemClock,
-    log: createLogger('warn'),
-  };
-  const api = await startApi(deps, 0);
+  const sql = createSql(dbUrl, { max: 4 });
+  const api = await startApiProcess();
   try {
     const partner = partnerId(1);
-    const { apiKey } = await createApiKey(deps.sql, partner);
-    const today = await moscowToday(deps.sql, new Date());
+    const { apiKey } = await createApiKey(sql, partner);
+    const today = await moscowToday(sql, new Date());
     const from = new Date(Date.parse(`${today}T00:00:00Z`) - 364 * 86_400_000).toISOString().slice(0, 10);
     const period = `from=${from}&to=${today}`;
-    const [{ count }] = await deps.sql<{ count: number }[]>`
+    const [{ count }] = await sql<{ count: number }[]>`
       SELECT count(*) AS count FROM sessions WHERE partner_id = ${partner}
         AND started_at >= (${from}::date::timestamp AT TIME ZONE 'Europe/Moscow')`;
     const deepOffset = Math.max(0, count - 100);
     const root = `http://127.0.0.1:${api.port}/api/partner/v1`;
-    console.log(`\npartner ${partner}: ${count} sessions in ${from}..${today} (Moscow days); ${SAMPLES} sequential requests per scenario after ${WARMUP} warm-ups`);
+    console.log(`\npartner ${partner}: ${count} sessions in ${from}..${today} (Moscow days); ${SAMPLES} sequential requests per scenario after ${WARMUP} warm-ups; load average before: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     await measure('GET /usage (a year)', `${root}/usage?${period}`, apiKey);
     await measure('GET /calls (a year, first page)', `${root}/calls?${period}`, apiKey);
     await measure(`GET /calls (a year, offset ${deepOffset})`, `${root}/calls?${period}&offset=${deepOffset}`, apiKey);
     await measure('GET /calls (a year, limit 1000)', `${root}/calls?${period}&limit=1000`, apiKey);
     await measure('GET /usage (default 30 days)', `${root}/usage`, apiKey);
     await explainReports(partner, { from, to: today }, deepOffset);
-    if (!args.has('--no-charges')) await chargeOverhead(deps.sql);
+    if (!args.has('--no-charges')) await chargeOverhead(sql);
   } finally {
-    await api.close();
-    await deps.sql.end();
-    deps.redis.disconnect();
+    await api.stop();
+    await sql.end();
     const redis = new Redis(redisUrl);
     const keys = await redis.keys(`${redisPrefix}*`);
     if (keys.length) await redis.del(...keys);

@@ -20,7 +20,7 @@ const { sql } = api.deps;
 
 async function rollupsOf(partnerId: string) {
   const usage = await sql`
-    SELECT to_char(day, 'YYYY-MM-DD') AS day, lesson_id, external_id, mode, seconds, charged_seconds
+    SELECT to_char(day, 'YYYY-MM-DD') AS day, lesson_id, item_head, seconds, charged_seconds
     FROM usage_lesson_daily WHERE partner_id = ${partnerId} ORDER BY day, lesson_id`;
   const calls = await sql`
     SELECT to_char(day, 'YYYY-MM-DD') AS day, calls, seconds, charged_seconds, cost_kopecks
@@ -113,7 +113,7 @@ describe('report rollups', () => {
     for (let i = 0; i < 8; i++) {
       const report = await getUsageReport(sql, q.partner.id, { from: '2026-03-01', to: '2026-05-15' }, clock.now());
       for await (const day of report.days) {
-        expect(day.items).toHaveLength(1);
+        expect(day.items).toBe(1);
         break;
       }
     }

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { UsageReportSchema } from '../../src/api/presenters/usage.js';
+import { UsageItemSchema, UsageReportSchema } from '../../src/api/presenters/usage.js';
 import { archiveLesson } from '../../src/domain/lessons.js';
 import { startTestApi } from '../helpers/api.js';
 import { ManualClock } from '../helpers/deps.js';
@@ -120,7 +120,12 @@ describe('GET /usage', () => {
     });
     const res = await usage(q.apiKey, '?from=2026-03-07&to=2026-03-08');
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    const parsed = UsageReportSchema.strict().parse(JSON.parse(res.text));
+    const body = JSON.parse(res.text);
+    const parsed = UsageReportSchema.strict().parse(body);
+    for (const item of body.items) UsageItemSchema.strict().parse(item);
+    // Items are rendered by Postgres (migrations/004_reports.sql): same keys, same order as the schema.
+    expect(body.items.map((i: object) => Object.keys(i))).toEqual(body.items.map(() => Object.keys(UsageItemSchema.shape)));
+    expect(Object.keys(body)).toEqual(Object.keys(UsageReportSchema.shape));
     expect(parsed.items.find((i) => i.lesson_id === odd.id)?.external_id).toBe('a,"b"\\c\n\u2028 ы');
     expect(parsed.items.map((i) => i.seconds)).toEqual(odd.id < plain.id ? [15, 20, 25] : [20, 15, 25]);
     expect([parsed.total_seconds, parsed.total_charged_seconds]).toEqual([60, 60]);
