@@ -40,6 +40,8 @@ const { values: a } = parseArgs({
     target: { type: 'string', default: 'both' }, // gateway | ws | uws | both (gateway + ws) | all
     'per-address': { type: 'string', default: '200' },
     'keep-db': { type: 'boolean', default: false },
+    // the lesson features (board, call, chat) of the participant UI: on (as deployed) or off (the gateway core)
+    features: { type: 'string', default: 'on' },
   },
 });
 const N = Number(a.connections);
@@ -64,7 +66,7 @@ const log = (...x: unknown[]) => process.stderr.write(`[loadtest] ${x.join(' ')}
 // ---- processes --------------------------------------------------------------
 
 function spawnService(args: string[], env: Record<string, string>, ready: (line: string) => number | undefined): Promise<{ proc: ChildProcess; port: number }> {
-  const nodeArgs = args[0] === 'src/main.ts' && env.ROLES === 'gateway' ? (process.env.LOADTEST_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) : [];
+  const nodeArgs = args[0] === 'bench/gateway/gatewayEntry.ts' ? (process.env.LOADTEST_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) : [];
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(proc);
   proc.on('exit', () => children.delete(proc));
@@ -192,7 +194,11 @@ interface Result {
 async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]): Promise<Result> {
   const server =
     target === 'gateway'
-      ? await spawnService(['src/main.ts'], { ...serviceEnv, ROLES: 'gateway', GATEWAY_PORT: '0' }, logPort('gateway listening'))
+      ? await spawnService(
+          ['bench/gateway/gatewayEntry.ts'],
+          { ...serviceEnv, GATEWAY_PORT: '0', LOADTEST_FEATURES: a.features === 'off' ? 'none' : 'default' },
+          logPort('gateway listening'),
+        )
       : await spawnService([target === 'ws' ? 'bench/gateway/wsRelay.ts' : 'bench/gateway/uwsRelay.ts'], {}, (line) => {
           try {
             return (JSON.parse(line) as { port?: number }).port;
@@ -337,7 +343,7 @@ async function cleanup(): Promise<void> {
 const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
 try {
-  log(`${N} connections over ${M} lessons, ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s; 2 cores shared by everything`);
+  log(`${N} connections over ${M} lessons, ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; 2 cores shared by everything`);
   const lessons = await setup();
   const results: Result[] = [];
   const targets = { gateway: ['gateway'], ws: ['ws'], uws: ['uws'], both: ['gateway', 'ws'], all: ['gateway', 'ws', 'uws'] }[a.target!] as ('gateway' | 'ws' | 'uws')[];
@@ -359,7 +365,7 @@ try {
   const g = results.find((r) => r.target === 'gateway');
   const b = results.find((r) => r.target === 'ws');
   if (g && b) out.push(`\ngateway CPU per message / ws baseline: ${fmt(g.cpuPer1000 / b.cpuPer1000, 3)}`);
-  process.stdout.write(`${out.join('\n')}\n\n${JSON.stringify({ params: { N, M, JOIN_RATE, CURSOR_RATE, HOLD, W }, results })}\n`);
+  process.stdout.write(`${out.join('\n')}\n\n${JSON.stringify({ params: { N, M, JOIN_RATE, CURSOR_RATE, HOLD, W, features: a.features }, results })}\n`);
 } finally {
   await cleanup();
 }
