@@ -18,8 +18,7 @@ import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
 import { Meter } from './metering/Meter.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import { RedisPresence } from './presence/RedisPresence.js';
-import { cursor } from './protocol/messages/cursor.js';
-import { ping } from './protocol/messages/ping.js';
+import { coreMessages } from './protocol/messages/index.js';
 import { MessageRegistry } from './protocol/registry.js';
 import { presenceFrame, presenceSyncFrame } from './protocol/serverMessages.js';
 
@@ -117,7 +116,7 @@ export class Gateway implements GatewayApi {
       },
       this.log,
     );
-    this.registry.register(cursor, ping);
+    this.registry.register(...coreMessages);
     for (const f of this.features) if (f.messages) this.registry.register(...f.messages);
   }
 
