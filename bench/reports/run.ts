@@ -139,7 +139,7 @@ async function chargeOverhead(sql: Deps['sql']): Promise<void> {
   for (const [round, state] of (['on', 'off', 'on', 'off'] as const).entries()) {
     checkTime();
     await toggle(state === 'on');
-    const ids = Array.from({ length: lessons }, (_, i) => `lsn_bcharge_${round}_${i}`);
+    const ids = Array.from({ length: lessons }, (_, i) => `lsn_bcharge_${process.pid}_${round}_${i}`);
     await sql`
       INSERT INTO lessons (id, partner_id, title, mode, subject_mode)
       SELECT id, ${partner}, 'charge bench', 'full', 'generic' FROM unnest(${ids}::text[]) id`;
