@@ -99,10 +99,14 @@ export class TestClient {
   }
 }
 
-/** Opens a client and waits for its welcome. */
+/**
+ * Opens a client and waits for its welcome. The wait is generous (15 s): the
+ * tests with real gateway processes share two cores with every other test
+ * file; latency is measured by the load test, not here.
+ */
 export async function join(url: string, options?: WebSocket.ClientOptions): Promise<TestClient> {
   const c = new TestClient(url, options);
   await c.opened;
-  await c.welcome();
+  await c.welcome(15_000);
   return c;
 }
