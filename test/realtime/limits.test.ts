@@ -129,3 +129,16 @@ describe('backpressure', () => {
   }, 30_000);
 });
 
+
+describe('behind a proxy', () => {
+  it('counts connections per X-Forwarded-For address (its right-most entry) when GATEWAY_TRUST_PROXY is set', async () => {
+    const node = await startTestGateway({ env: { GATEWAY_TRUST_PROXY: 'true', GATEWAY_MAX_CONNECTIONS_PER_IP: '1' } });
+    const f = await lessonWithLinks(node.deps.sql);
+    const via = (client: string) => ({ headers: { 'x-forwarded-for': `10.0.0.9, ${client}` } });
+    const a = await join(node.wsUrl(await f.link('a')), via('203.0.113.1'));
+    const b = await join(node.wsUrl(await f.link('b')), via('203.0.113.2'));
+    const c = new TestClient(node.wsUrl(await f.link('c')), via('203.0.113.1'));
+    await expect(c.opened).rejects.toThrow(/429/);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
