@@ -53,6 +53,20 @@ const result = await build({
   logLevel: 'warning',
 });
 
+// The font path for Excalidraw, as a classic script that runs before the module bundle (web/src/assetPath.ts).
+const boot = await build({
+  entryPoints: { boot: path.join(root, 'web', 'src', 'assetPath.ts') },
+  bundle: true,
+  format: 'iife',
+  target: ['chrome100', 'firefox100', 'safari15'],
+  outdir: assets,
+  entryNames: '[name]-[hash]',
+  minify: true,
+  metafile: true,
+  logLevel: 'warning',
+});
+const bootJs = `${PUBLIC_PATH}/${path.basename(Object.keys(boot.metafile.outputs)[0])}`;
+
 const entry = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint?.endsWith('main.tsx'));
 if (!entry) throw new Error('esbuild produced no entry chunk');
 const js = `${PUBLIC_PATH}/${path.basename(entry[0])}`;
@@ -64,7 +78,7 @@ const css = `${PUBLIC_PATH}/${path.basename(cssOut)}`;
 const exFonts = path.join(root, 'node_modules', '@excalidraw', 'excalidraw', 'dist', 'prod', 'fonts');
 await cp(exFonts, path.join(assets, 'excalidraw', 'fonts'), { recursive: true });
 
-const index = (await readFile(path.join(root, 'web', 'static', 'index.html'), 'utf8')).replace('{{JS}}', js).replace('{{CSS}}', css);
+const index = (await readFile(path.join(root, 'web', 'static', 'index.html'), 'utf8')).replace('{{JS}}', js).replace('{{CSS}}', css).replace('{{BOOT}}', bootJs);
 await writeFile(path.join(out, 'index.html'), index);
 
 const errorTemplate = await readFile(path.join(root, 'web', 'static', 'error.html'), 'utf8');
@@ -98,7 +112,7 @@ await Promise.all(
   }),
 );
 
-const manifest = { publicPath: PUBLIC_PATH, index: 'index.html', js, css, errors: Object.keys(ERRORS).map((k) => `errors/${k}.html`), excalidrawAssetPath: `${PUBLIC_PATH}/excalidraw/` };
+const manifest = { publicPath: PUBLIC_PATH, index: 'index.html', boot: bootJs, js, css, errors: Object.keys(ERRORS).map((k) => `errors/${k}.html`), excalidrawAssetPath: `${PUBLIC_PATH}/excalidraw/` };
 await writeFile(path.join(out, 'manifest.json'), JSON.stringify(manifest, null, 2));
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
-console.log(`web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024 / 1024).toFixed(1)} MB -> dist/web (entry ${js})`);
+console.log(`web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024 / 1024).toFixed(1)} MB -> ${path.relative(root, out) || out} (entry ${js})`);

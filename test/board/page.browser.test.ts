@@ -1,36 +1,41 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueLink } from '../../src/domain/links.js';
 import { createLesson } from '../../src/domain/lessons.js';
-import { startDevServer, type DevServer } from '../../web/dev/server.js';
+import { issueLink } from '../../src/domain/links.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+import { startTestGateway } from '../realtime/helpers/gateway.js';
+import { startProxy } from './proxy.js';
+import { builtWeb } from './web.js';
 
 /**
  * The participant page in Debian's Chromium (never a downloaded browser),
- * against the stand-in gateway of web/dev/server.ts with the real board
- * service. Skipped where /usr/bin/chromium is not installed. Screenshots go
- * to test-artifacts/.
+ * served by the REAL gateway (startGateway with its default features) and
+ * read back through the REAL partner API, both on one database and Redis.
+ * The pages reach the gateway through a TCP proxy so a test can cut the
+ * network. Screenshots go to test-artifacts/ (gitignored).
+ *
+ * Chromium must be installed (.ci/run installs it): without it these tests
+ * fail with a message saying so, they are not skipped.
  */
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.resolve('test-artifacts');
-const api = await startTestApi();
 
-describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () => {
+const web = builtWeb();
+const gw = await startTestGateway({ env: { WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '500' } });
+const api = await startTestApi({ env: gw.env });
+const proxy = await startProxy(gw.port);
+const origin = `http://127.0.0.1:${proxy.port}`;
+
+describe('the participant page in Chromium, served by the gateway', () => {
   let browser: Browser;
-  let server: DevServer;
-  let web: string;
   let p: PartnerFixture;
 
   beforeAll(async () => {
-    web = mkdtempSync(path.join(os.tmpdir(), 'board-web-'));
-    execFileSync('npx', ['tsx', 'web/build.ts'], { env: { ...process.env, WEB_OUT: web }, stdio: 'pipe' });
-    server = await startDevServer(api.deps, 0, web);
-    p = await partnerFactory(api.deps.sql);
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
+    p = await partnerFactory(gw.deps.sql);
     mkdirSync(ARTIFACTS, { recursive: true });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -45,26 +50,39 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
 
   afterAll(async () => {
     await browser?.close();
-    await server?.close();
-    rmSync(web, { recursive: true, force: true });
   });
 
   async function lessonWithLinks(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics') {
-    const lesson = await createLesson(api.deps.sql, p.partner, { title: subject === 'math' ? 'Algebra: quadratic equations' : 'Mechanics: forces', mode, subject_mode: subject }, new Date());
-    const base = `http://127.0.0.1:${server.port}`;
+    const lesson = await createLesson(gw.deps.sql, p.partner, { title: subject === 'math' ? 'Algebra: quadratic equations' : 'Mechanics: forces', mode, subject_mode: subject }, new Date());
     const link = (id: string, name: string, role: 'teacher' | 'student') =>
-      issueLink(api.deps.sql, { partner: p.partner, lesson, input: { user: { id, name, role }, ttl_minutes: 60 }, embedBaseUrl: base, at: new Date() });
-    return { lesson, teacher: await link('t1', 'Anna Petrova', 'teacher'), student: await link('s1', 'Boris', 'student') };
+      issueLink(gw.deps.sql, { partner: p.partner, lesson, input: { user: { id, name, role }, ttl_minutes: 60 }, embedBaseUrl: origin, at: new Date() });
+    return { lesson, teacher: await link('t1', 'Anna Petrova', 'teacher'), student: await link('s1', 'Boris', 'student'), link };
   }
 
-  async function open(url: string): Promise<Page> {
+  /**
+   * `offOrigin`: requests that left our origin (reached the network). Excalidraw lists its CDN (esm.sh)
+   * after our own copy of each font; our Content-Security-Policy blocks it before any request is made
+   * (Chromium reports those as CSP failures, counted in `cspViolations` and expected to be only these).
+   */
+  type Watched = Page & { offOrigin: string[]; cspViolations: string[] };
+  const EXCALIDRAW_CDN_FONT = /^Loading the font 'https:\/\/esm\.sh\/@excalidraw\/excalidraw@[^/]+\/dist\/prod\/fonts\//;
+
+  async function open(url: string): Promise<Watched> {
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    const page = await ctx.newPage();
-    const blocked: string[] = [];
-    page.on('request', (r) => {
-      if (!r.url().startsWith(`http://127.0.0.1:${server.port}`) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) blocked.push(r.url());
+    const page = (await ctx.newPage()) as Watched;
+    page.offOrigin = [];
+    page.cspViolations = [];
+    const offOrigin = (url: string) => !url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:');
+    page.on('requestfinished', (r) => {
+      if (offOrigin(r.url())) page.offOrigin.push(r.url());
     });
-    (page as Page & { offOrigin?: string[] }).offOrigin = blocked;
+    page.on('requestfailed', (r) => {
+      if (offOrigin(r.url()) && r.failure()?.errorText !== 'csp') page.offOrigin.push(r.url());
+    });
+    page.on('console', (m) => {
+      if (m.text().includes('Content Security Policy') && !EXCALIDRAW_CDN_FONT.test(m.text())) page.cspViolations.push(m.text());
+    });
+    page.on('dialog', (d) => void d.accept());
     await page.goto(url);
     await page.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
     await page.locator('[data-testid=board]').waitFor();
@@ -81,13 +99,15 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
   }
 
   const elementsOn = async (page: Page) => Number(await page.locator('[data-testid=board]').getAttribute('data-elements'));
+  const waitElements = (page: Page, n: number) =>
+    page.waitForFunction((k) => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= k, n, { timeout: 15_000 });
 
   it('shows a stroke drawn in one page in the other, stores it, and the snapshot and preview show it', async () => {
     const { lesson, teacher, student } = await lessonWithLinks('board_only', 'math');
     const a = await open(teacher.url);
     const b = await open(student.url);
     await drawStroke(a, [300, 300], 300);
-    await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= 1, null, { timeout: 10_000 });
+    await waitElements(b, 1);
 
     // math mode: a LaTeX formula, rendered by KaTeX in the other page too
     await a.locator('[data-testid=tool-formula]').click();
@@ -95,13 +115,17 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
     await a.getByRole('button', { name: 'Insert' }).click();
     await b.locator('.overlay-formula .katex').waitFor({ timeout: 10_000 });
 
-    const read = await server.board.read(lesson.id);
-    expect(read.elements.map((e) => e.type).sort()).toEqual(['formula', 'freehand']);
+    // the partner reads it back through the API: snapshot and preview
+    await expect.poll(async () => (await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey })).body.elements?.length, { timeout: 10_000 }).toBe(2);
     const snap = await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey });
-    expect(snap.body.elements).toHaveLength(2);
+    expect(snap.body.elements.map((e: { type: string }) => e.type).sort()).toEqual(['formula', 'freehand']);
     expect(snap.body.elements.find((e: { type: string }) => e.type === 'formula').latex).toBe('x_{1,2} = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}');
     const preview = await fetch(`${api.base}/api/partner/v1/lessons/${lesson.id}/preview`, { headers: { authorization: `Bearer ${p.apiKey}` } });
     expect(preview.status).toBe(200);
+    expect(preview.headers.get('content-type')).toBe('image/png');
+    const png = Buffer.from(await preview.arrayBuffer());
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+    writeFileSync(path.join(ARTIFACTS, 'preview-math.png'), png);
 
     // chat both ways, participants with roles
     await b.getByLabel('Message').fill('Hello, I can see your drawing');
@@ -112,7 +136,10 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
 
     await a.screenshot({ path: path.join(ARTIFACTS, 'board-teacher.png') });
     await b.screenshot({ path: path.join(ARTIFACTS, 'board-student.png') });
-    for (const pg of [a, b]) expect((pg as Page & { offOrigin: string[] }).offOrigin).toEqual([]);
+    for (const pg of [a, b]) {
+      expect(pg.offOrigin).toEqual([]);
+      expect(pg.cspViolations).toEqual([]);
+    }
     await a.context().close();
     await b.context().close();
   }, 90_000);
@@ -122,22 +149,41 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
     const a = await open(teacher.url);
     const b = await open(student.url);
     await drawStroke(a, [350, 250], 200);
-    await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= 1, null, { timeout: 10_000 });
-    server.dropAll(3000);
+    await waitElements(b, 1);
+    proxy.cut(3000);
     await a.locator('[data-testid=connection]:not([data-state=open])').waitFor();
     await drawStroke(a, [350, 450], 250); // drawn while disconnected
     expect(await a.locator('[data-testid=connection]').getAttribute('data-state')).not.toBe('open');
     expect(await elementsOn(b)).toBe(1);
     await a.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
     await b.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
-    await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= 2, null, { timeout: 15_000 });
-    expect((await server.board.read(lesson.id)).elements).toHaveLength(2);
+    await waitElements(b, 2);
+    const snap = await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey });
+    expect(snap.body.elements).toHaveLength(2);
     expect(await elementsOn(a)).toBe(2);
     await a.context().close();
     await b.context().close();
   }, 90_000);
 
-  it('connects a WebRTC call between two pages of a full lesson with the fake camera', async () => {
+  it('moves the student to the page the teacher pins and keeps them there until it is unpinned', async () => {
+    const { teacher, student } = await lessonWithLinks('board_only', 'generic');
+    const a = await open(teacher.url);
+    const b = await open(student.url);
+    await a.getByRole('button', { name: 'Add page' }).click();
+    await b.locator('[data-testid=page-tab-1]').waitFor();
+    await a.locator('[data-testid=page-tab-1]').click();
+    await a.locator('[data-testid=pin]').click();
+    await b.locator('[data-testid=page-tab-1].current.pinned').waitFor({ timeout: 10_000 });
+    expect(await b.locator('[data-testid=page-tab-0]').isDisabled()).toBe(true);
+    await b.getByText('The teacher pinned this page').waitFor();
+    await b.screenshot({ path: path.join(ARTIFACTS, 'pinned-student.png') });
+    await a.locator('[data-testid=unpin]').click();
+    await b.waitForFunction(() => !(document.querySelector('[data-testid=page-tab-0]') as HTMLButtonElement).disabled);
+    await a.context().close();
+    await b.context().close();
+  }, 60_000);
+
+  it('connects a WebRTC call between two pages of a full lesson with the fake camera, and the teacher mutes the student', async () => {
     const { teacher, student } = await lessonWithLinks('full', 'physics');
     const a = await open(teacher.url);
     const b = await open(student.url);
@@ -148,18 +194,77 @@ describe.skipIf(!existsSync(CHROMIUM))('the participant page in Chromium', () =>
         { timeout: 60_000 },
       );
     }
+    // the student's microphone is on and heard by the teacher's page
+    await b.locator('[data-testid=toggle-mic]', { hasText: 'Mic on' }).waitFor();
+    await a.waitForFunction(() => document.querySelector<HTMLVideoElement>('.tile:not(.self) video')?.muted === false, null, { timeout: 10_000 });
     await a.screenshot({ path: path.join(ARTIFACTS, 'call-teacher.png') });
+
+    await a.getByRole('button', { name: 'Mute', exact: true }).click();
+    await b.locator('[data-testid=toggle-mic]', { hasText: 'Mic off (teacher)' }).waitFor({ timeout: 10_000 });
+    expect(await b.locator('[data-testid=toggle-mic]').isDisabled()).toBe(true);
+    await a.waitForFunction(() => document.querySelector<HTMLVideoElement>('.tile:not(.self) video')?.muted === true);
+    await a.getByRole('button', { name: 'Allow mic' }).click();
+    await b.waitForFunction(() => !(document.querySelector('[data-testid=toggle-mic]') as HTMLButtonElement).disabled, null, { timeout: 10_000 });
+    await b.locator('[data-testid=toggle-mic]').click();
+    await a.waitForFunction(() => document.querySelector<HTMLVideoElement>('.tile:not(.self) video')?.muted === false, null, { timeout: 10_000 });
     await a.context().close();
     await b.context().close();
-  }, 90_000);
+  }, 120_000);
 
-  it('shows a clear page for unknown and expired links', async () => {
+  it('removes a student: their page says so, and the link shows the removed page from then on', async () => {
+    const { teacher, student } = await lessonWithLinks('board_only', 'generic');
+    const a = await open(teacher.url);
+    const b = await open(student.url);
+    await a.waitForFunction(() => document.querySelectorAll('[data-testid=participants] li').length === 2);
+    await a.getByRole('button', { name: 'Remove' }).click();
+    await b.locator('[data-testid=ended]').getByText('You were removed from the lesson').waitFor({ timeout: 10_000 });
+    await a.waitForFunction(() => document.querySelectorAll('[data-testid=participants] li').length === 1);
+    const res = await b.goto(student.url);
+    expect(res?.status()).toBe(403);
+    await b.getByRole('heading', { name: 'You were removed from the lesson' }).waitFor();
+    await b.screenshot({ path: path.join(ARTIFACTS, 'link-removed.png') });
+    await a.context().close();
+    await b.context().close();
+  }, 60_000);
+
+  it('shows a clear page for unknown, expired and archived links', async () => {
     const ctx = await browser.newContext();
     const page = await ctx.newPage();
-    const res = await page.goto(`http://127.0.0.1:${server.port}/embed/not-a-real-token-at-all-000000`);
+    let res = await page.goto(`${origin}/embed/not-a-real-token-at-all-000000`);
     expect(res?.status()).toBe(401);
     await page.getByRole('heading', { name: 'This link does not work' }).waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'link-unknown.png') });
+
+    const { lesson } = await lessonWithLinks('board_only', 'generic');
+    const expired = await issueLink(gw.deps.sql, { partner: p.partner, lesson, input: { user: { id: 'late', name: 'Late', role: 'student' }, ttl_minutes: 15 }, embedBaseUrl: origin, at: new Date(Date.now() - 20 * 60_000) });
+    res = await page.goto(expired.url);
+    expect(res?.status()).toBe(401);
+    await page.getByRole('heading', { name: 'This link has expired' }).waitFor();
+
+    const live = await issueLink(gw.deps.sql, { partner: p.partner, lesson, input: { user: { id: 'x', name: 'X', role: 'student' }, ttl_minutes: 15 }, embedBaseUrl: origin, at: new Date() });
+    expect((await api.request('DELETE', `/lessons/${lesson.id}`, { key: p.apiKey })).status).toBeLessThan(300);
+    await expect.poll(async () => (await fetch(live.url)).status, { timeout: 15_000 }).toBe(410);
+    res = await page.goto(live.url);
+    expect(res?.status()).toBe(410);
+    await page.getByRole('heading', { name: 'This lesson has ended' }).waitFor();
     await ctx.close();
+  }, 60_000);
+
+  it('serves the assets with immutable caching and compression, and the page itself uncached', async () => {
+    const { student } = await lessonWithLinks('board_only', 'generic');
+    const page = await fetch(student.url);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await page.text();
+    const js = /src="(\/web\/assets\/app-[^"]+\.js)"/.exec(html)![1];
+    const res = await fetch(`${origin}${js}`, { headers: { 'accept-encoding': 'br' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(res.headers.get('content-encoding')).toBe('br');
+    expect(res.headers.get('content-type')).toContain('text/javascript');
+    expect((await fetch(`${origin}/web/assets/..%2f..%2fpackage.json`)).status).toBe(404);
+    expect((await fetch(`${origin}/web/assets/nope-123.js`)).status).toBe(404);
   });
 });

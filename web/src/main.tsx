@@ -1,4 +1,3 @@
-import './assetPath.js';
 import '@excalidraw/excalidraw/index.css';
 import 'katex/dist/katex.min.css';
 import './styles.css';
