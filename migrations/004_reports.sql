@@ -232,13 +232,18 @@ CREATE TRIGGER reports_lesson_external_id_changed
   FOR EACH ROW WHEN (OLD.external_id IS DISTINCT FROM NEW.external_id)
   EXECUTE FUNCTION reports_lesson_external_id_changed();
 
--- Charges of running sessions never fire these: only rows that are or were ended.
+-- Charges of running sessions never fire these: only rows that are or were
+-- ended, and only changes that move calls_daily (not people_max, say).
 CREATE TRIGGER reports_session_inserted
   AFTER INSERT ON sessions
   FOR EACH ROW WHEN (NEW.ended_at IS NOT NULL) EXECUTE FUNCTION reports_session_changed();
 CREATE TRIGGER reports_session_updated
   AFTER UPDATE ON sessions
-  FOR EACH ROW WHEN (OLD.ended_at IS NOT NULL OR NEW.ended_at IS NOT NULL) EXECUTE FUNCTION reports_session_changed();
+  FOR EACH ROW WHEN ((OLD.ended_at IS NOT NULL OR NEW.ended_at IS NOT NULL) AND (
+    OLD.ended_at IS DISTINCT FROM NEW.ended_at OR OLD.started_at IS DISTINCT FROM NEW.started_at OR
+    OLD.partner_id IS DISTINCT FROM NEW.partner_id OR OLD.seconds IS DISTINCT FROM NEW.seconds OR
+    OLD.charged_seconds IS DISTINCT FROM NEW.charged_seconds))
+  EXECUTE FUNCTION reports_session_changed();
 CREATE TRIGGER reports_session_deleted
   AFTER DELETE ON sessions
   FOR EACH ROW WHEN (OLD.ended_at IS NOT NULL) EXECUTE FUNCTION reports_session_changed();

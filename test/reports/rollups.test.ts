@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { topUp } from '../../src/domain/ledger.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
-import { endSession } from '../../src/metering/sessions.js';
+import { recordMeteredTimeBatch } from '../../src/metering/chargeBatch.js';
+import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
 import { getUsageReport } from '../../src/reports/usage.js';
 import { startTestApi } from '../helpers/api.js';
 import { ManualClock } from '../helpers/deps.js';
@@ -50,6 +51,28 @@ describe('report rollups', () => {
     const live = await rollupsOf(q.partner.id);
     expect(live.usage.length).toBeGreaterThan(4);
     expect(live.calls.map((c) => c.calls)).toEqual([2, 2]); // the running session is not in it
+    await sql`SELECT reports_rebuild_usage(${q.partner.id}), reports_rebuild_calls(${q.partner.id}, '-infinity')`;
+    expect(await rollupsOf(q.partner.id)).toEqual(live);
+  });
+
+  it("equal a rebuild after the gateway's batch charges, across midnight and with ended sessions in the batch", async () => {
+    const q = await partnerFactory(sql, { minutes: 100, boardRatePercent: 30 });
+    const lessons = [await lessonFactory(sql, q.partner), await lessonFactory(sql, q.partner, { mode: 'board_only' }), await lessonFactory(sql, q.partner)];
+    const t0 = msk('2026-04-05T23:55:00');
+    const at = (s: number) => new Date(t0.getTime() + s * 1000);
+    const ids: number[] = [];
+    for (const l of lessons) ids.push((await ensureSessionStarted(sql, { lessonId: l.id, at: t0, people: 2 })).session.id);
+    for (let k = 1; k <= 12; k++) {
+      if (k === 6) await endSession(sql, { sessionId: ids[2], endedAt: at(5 * 60), at: at(10 * 60) });
+      // the ended session keeps being reported (with more people): it takes nothing and moves no rollup
+      await recordMeteredTimeBatch(sql, ids.map((sessionId) => ({ sessionId, cumulativeSeconds: k * 60, at: at(k * 60), people: 2 + k })));
+    }
+    const live = await rollupsOf(q.partner.id);
+    expect(live.usage.map((u) => [u.day, u.seconds])).toEqual([
+      ['2026-04-05', 300], ['2026-04-05', 300], ['2026-04-05', 300],
+      ['2026-04-06', 420], ['2026-04-06', 420],
+    ]);
+    expect(live.calls).toEqual([{ day: '2026-04-05', calls: 1, seconds: 300, charged_seconds: 300, cost_kopecks: expect.any(Number) }]);
     await sql`SELECT reports_rebuild_usage(${q.partner.id}), reports_rebuild_calls(${q.partner.id}, '-infinity')`;
     expect(await rollupsOf(q.partner.id)).toEqual(live);
   });
