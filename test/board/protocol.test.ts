@@ -12,6 +12,7 @@ describe('lesson protocol schemas (docs/board-protocol.md)', () => {
       'rtc.ice': { type: 'rtc.ice', to: 'p1', candidate: { candidate: 'candidate:1 1 udp 1 127.0.0.1 9 typ host', sdpMid: '0', sdpMLineIndex: 0 } },
       'media.state': { type: 'media.state', camera: true, mic: false },
       'teacher.mute': { type: 'teacher.mute', participant_id: 'p2', mic: true },
+      'teacher.unmute': { type: 'teacher.unmute', participant_id: 'p2', mic: true },
       'teacher.remove': { type: 'teacher.remove', participant_id: 'p2' },
     };
     for (const [type, msg] of Object.entries(samples)) {
@@ -19,7 +20,7 @@ describe('lesson protocol schemas (docs/board-protocol.md)', () => {
       expect(ClientMessageSchema.safeParse(msg).success, type).toBe(true);
     }
     expect(Object.keys(ServerMessages).sort()).toEqual(
-      ['board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'chat', 'media.state', 'muted', 'rtc.answer', 'rtc.ice', 'rtc.offer'].sort(),
+      ['board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'chat', 'media.state', 'muted', 'unmuted', 'rtc.answer', 'rtc.ice', 'rtc.offer'].sort(),
     );
   });
 

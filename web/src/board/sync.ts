@@ -1,6 +1,7 @@
 import type { BoardElement, BoardOp, BoardPage } from '../../../src/board/schema.js';
 import type { ServerMessage } from '../../../src/board/protocol.js';
 import { fromExcalidraw, toExcalidraw, type ExEl } from './convert.js';
+import { byteLength, fitElement, FRAME_OVERHEAD } from './fit.js';
 
 type StateMsg = Extract<ServerMessage, { type: 'board.state' }>;
 type OpsMsg = Extract<ServerMessage, { type: 'board.ops' }>;
@@ -28,22 +29,6 @@ export interface SyncHost {
 }
 
 const CHUNK = 100;
-/** bytes of a board.op frame around its elements: {"type":"board.op","ref":"…","op":{"type":"element.update","elements":[…]}} */
-const FRAME_OVERHEAD = 160;
-const encoder = new TextEncoder();
-const byteLength = (s: string) => encoder.encode(s).length;
-
-/** The element, thinned to fit `budget` bytes if it has points; null when it cannot fit. */
-export function fitElement(el: BoardElement, budget: number): BoardElement | null {
-  let cur = el;
-  for (;;) {
-    if (byteLength(JSON.stringify(cur)) <= budget) return cur;
-    if (!('points' in cur) || cur.points.length <= 2) return null;
-    const pts = cur.points as readonly unknown[];
-    const thinned = pts.filter((_, i) => i % 2 === 0 || i === pts.length - 1);
-    cur = { ...cur, points: thinned } as BoardElement;
-  }
-}
 let refCounter = 0;
 const nextRef = () => `r${Date.now().toString(36)}${(refCounter++).toString(36)}`;
 const same = (a: BoardElement | undefined, b: BoardElement) => !!a && JSON.stringify(a) === JSON.stringify(b);
