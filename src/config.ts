@@ -56,6 +56,7 @@ export const ConfigSchema = z.object({
   WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
   // Board (docs/board.md)
   BOARD_PREVIEW_DEBOUNCE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
+  BOARD_PREVIEW_MIN_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   BOARD_PREVIEW_WIDTH: z.coerce.number().int().min(64).max(2048).default(800),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500),
   /** folder of the built participant page served by the gateway (default: dist/web of this checkout) */

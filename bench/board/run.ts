@@ -8,8 +8,12 @@
  *   - GET /lessons/{id}/snapshot latency (2,000 and 50 elements) through the real API
  *   - GET /lessons/{id}/preview latency: cached picture vs. rendered on read
  *   - operation sequencing latency (submit -> durable ack) with 30 people drawing at a human rate
+ *   - fan-out through the real gateway (bench/board/fanout.ts): 30 people drawing in one lesson, and
+ *     1,000 lessons of 3 people: fan-out latency p50/p99, gateway CPU seconds per 1,000 operations
  *
- * Options: RUNS (default 15) renders per mix; DRAW_SECONDS (default 5).
+ * Options: RUNS (default 15) renders per mix; DRAW_SECONDS (default 5); FANOUT_SECONDS (default 10);
+ * LESSONS (default 1000) and LESSON_PAUSE_MS (default 3000, the pause between one person's strokes in
+ * the many-lessons part); PARTS (default "render,api,sequencing,fanout30,fanout1000").
  */
 import postgres from 'postgres';
 import { loadConfig } from '../../src/config.js';
@@ -29,9 +33,17 @@ import { renderPageSvg } from '../../src/board/render/svg.js';
 import { BoardService } from '../../src/board/service.js';
 import type { BoardElement } from '../../src/board/schema.js';
 import { handwritingPage, textHeavyPage } from './pages.js';
+import { fanout, report, spawnGateway } from './fanout.js';
+import type { Config } from '../../src/config.js';
+import { topUp } from '../../src/domain/ledger.js';
+import type { Partner } from '../../src/domain/partners.js';
 
 const RUNS = Number(process.env.RUNS ?? 15);
 const DRAW_SECONDS = Math.min(30, Number(process.env.DRAW_SECONDS ?? 5));
+const FANOUT_SECONDS = Math.min(60, Number(process.env.FANOUT_SECONDS ?? 10));
+const LESSONS = Math.min(2000, Number(process.env.LESSONS ?? 1000));
+const LESSON_PAUSE_MS = Number(process.env.LESSON_PAUSE_MS ?? 3000);
+const PARTS = new Set((process.env.PARTS ?? 'render,api,sequencing,fanout30,fanout1000').split(','));
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -80,20 +92,65 @@ async function main(): Promise<void> {
   const api = await startApi(deps, 0);
   try {
     console.log(`bench/board on ${process.platform}, node ${process.version}, ${(await import('node:os')).cpus().length} cores`);
-    await previewRender();
+    if (PARTS.has('render')) await previewRender();
 
     const partner = await createPartner(deps.sql, { name: 'bench' });
     const { apiKey } = await createApiKey(deps.sql, partner.id);
+    await topUp(deps.sql, { partnerId: partner.id, minutes: 10_000_000, at: new Date() });
+    await fanoutParts(config, deps, partner);
     const get = async (path: string) => {
       const res = await fetch(`http://127.0.0.1:${api.port}/api/partner/v1${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
       await res.arrayBuffer();
       if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
     };
-    const teacher = { role: 'teacher' as const };
-    const fill = async (lessonId: string, els: BoardElement[]) => {
-      for (let i = 0; i < els.length; i += 100) await board.submit(lessonId, { type: 'element.add', elements: els.slice(i, i + 100) }, teacher);
-    };
+    if (PARTS.has('api')) await apiParts(deps, board, partner, get);
+    if (PARTS.has('sequencing')) await sequencing(deps, board, partner);
+  } finally {
+    await board.close();
+    await api.close();
+    await deps.sql.end({ timeout: 5 });
+    const keys = await deps.redis.keys('*').catch(() => [] as string[]);
+    if (keys.length) await deps.redis.del(...keys.map((k) => k.slice(config.REDIS_KEY_PREFIX.length)));
+    deps.redis.disconnect();
+    const admin = new URL(base.DATABASE_URL);
+    admin.pathname = '/postgres';
+    const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`DROP DATABASE IF EXISTS "lessons_bench_board_${run}" WITH (FORCE)`);
+    await sql.end();
+  }
+}
 
+const teacher = { role: 'teacher' as const };
+const fillBoard = async (board: BoardService, lessonId: string, els: BoardElement[]) => {
+  for (let i = 0; i < els.length; i += 100) await board.submit(lessonId, { type: 'element.add', elements: els.slice(i, i + 100) }, teacher);
+};
+
+async function fanoutParts(config: Config, deps: Deps, partner: Partner): Promise<void> {
+  if (!PARTS.has('fanout30') && !PARTS.has('fanout1000')) return;
+  const gw = await spawnGateway({
+    DATABASE_URL: config.DATABASE_URL,
+    REDIS_URL: config.REDIS_URL,
+    REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX,
+    GATEWAY_MAX_CONNECTIONS_PER_IP: '100000',
+    BOARD_PREVIEW_DEBOUNCE_MS: process.env.PREVIEW_DEBOUNCE_MS ?? '2000',
+    ...(process.env.GATEWAY_POOL ? { DATABASE_POOL_SIZE: process.env.GATEWAY_POOL } : {}),
+  });
+  try {
+    if (PARTS.has('fanout30')) {
+      console.log(`\nFan-out through the gateway: 30 people in one lesson, all drawing at a human rate, ${FANOUT_SECONDS} s`);
+      report(await fanout(deps, partner, gw, { lessons: 1, people: 30, drawers: 30, seconds: FANOUT_SECONDS, pauseMs: 1000, label: 'fan-out 30' }), 29);
+    }
+    if (PARTS.has('fanout1000')) {
+      console.log(`\nFan-out through the gateway: ${LESSONS} lessons of 3 people, one drawing at a time (1 s strokes, ${LESSON_PAUSE_MS} ms pauses), ${FANOUT_SECONDS} s`);
+      report(await fanout(deps, partner, gw, { lessons: LESSONS, people: 3, drawers: 1, seconds: FANOUT_SECONDS, pauseMs: LESSON_PAUSE_MS, label: 'fan-out 1000' }), 2);
+    }
+  } finally {
+    await gw.stop();
+  }
+}
+
+async function apiParts(deps: Deps, board: BoardService, partner: Partner, get: (path: string) => Promise<void>): Promise<void> {
+    const fill = (lessonId: string, els: BoardElement[]) => fillBoard(board, lessonId, els);
     console.log('\nGET /lessons/{id}/snapshot through the API (HTTP on loopback), 40 requests each');
     for (const n of [2000, 50]) {
       const lesson = await createLesson(deps.sql, partner, { title: `snap ${n}` }, new Date());
@@ -117,6 +174,9 @@ async function main(): Promise<void> {
     line('board changed since last render (renders on read)', stale);
     line('current picture cached in Postgres', cached);
 
+}
+
+async function sequencing(deps: Deps, board: BoardService, partner: Partner): Promise<void> {
     console.log(`\nSequencing: 30 people in one lesson drawing at a human rate for ${DRAW_SECONDS} s (one node, no gateway)`);
     const lesson = await createLesson(deps.sql, partner, { title: 'draw' }, new Date());
     const acks: number[] = [];
@@ -148,19 +208,6 @@ async function main(): Promise<void> {
     line(`submit -> durable ack (${ops} ops, ${(ops / DRAW_SECONDS).toFixed(0)} ops/s)`, acks);
     console.log(`  Postgres transactions: ${tx} (${(ops / Math.max(1, tx)).toFixed(2)} ops per transaction, group commit)`);
     console.log(`  this process's CPU: ${(((cpu.user + cpu.system) / 1e6 / ops) * 1000).toFixed(3)} s per 1,000 operations`);
-  } finally {
-    await board.close();
-    await api.close();
-    await deps.sql.end({ timeout: 5 });
-    const keys = await deps.redis.keys('*').catch(() => [] as string[]);
-    if (keys.length) await deps.redis.del(...keys.map((k) => k.slice(config.REDIS_KEY_PREFIX.length)));
-    deps.redis.disconnect();
-    const admin = new URL(base.DATABASE_URL);
-    admin.pathname = '/postgres';
-    const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`DROP DATABASE IF EXISTS "lessons_bench_board_${run}" WITH (FORCE)`);
-    await sql.end();
-  }
 }
 
 /** Committed transactions of the bench database so far (pg_stat_database). */

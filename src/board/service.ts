@@ -16,6 +16,8 @@ export interface BoardServiceOptions {
   gapMs: number;
   /** a preview is re-rendered this long after a lesson's last change on this node */
   previewDebounceMs: number;
+  /** ... but at most once per this interval per lesson and node (reads render a stale picture themselves) */
+  previewMinIntervalMs: number;
   previewWidth: number;
 }
 
@@ -51,6 +53,8 @@ export class BoardService {
   private readonly rooms = new Map<string, BoardRoom>();
   private readonly feeds = new Map<string, FeedEntry>();
   private readonly previewTimers = new Map<string, NodeJS.Timeout>();
+  /** when this node last rendered each lesson's preview (ms, monotonic); entries go with the timer */
+  private readonly previewRenderedAt = new Map<string, number>();
   private readonly sub: Redis;
   private readonly log: Deps['log'];
   private closed = false;
@@ -63,6 +67,7 @@ export class BoardService {
       maxBatch: opts.maxBatch ?? 200,
       gapMs: opts.gapMs ?? deps.config.BOARD_RELAY_GAP_MS,
       previewDebounceMs: opts.previewDebounceMs ?? deps.config.BOARD_PREVIEW_DEBOUNCE_MS,
+      previewMinIntervalMs: opts.previewMinIntervalMs ?? deps.config.BOARD_PREVIEW_MIN_INTERVAL_MS,
       previewWidth: opts.previewWidth ?? deps.config.BOARD_PREVIEW_WIDTH,
     };
     this.log = deps.log.child({ component: 'board' });
@@ -178,13 +183,28 @@ export class BoardService {
     }
   }
 
+  /**
+   * The debounced background render: BOARD_PREVIEW_DEBOUNCE_MS after the
+   * lesson's last change here, and no sooner than BOARD_PREVIEW_MIN_INTERVAL_MS
+   * after this node's previous render of it. A teacher pausing between strokes
+   * would otherwise cost one render per stroke; a partner reading in between
+   * gets a current picture anyway (a stale one is rendered on read).
+   */
   private schedulePreview(lessonId: string): void {
     const prev = this.previewTimers.get(lessonId);
     if (prev) clearTimeout(prev);
+    const last = this.previewRenderedAt.get(lessonId);
+    const delay = Math.max(this.opts.previewDebounceMs, last === undefined ? 0 : last + this.opts.previewMinIntervalMs - performance.now());
     const t = setTimeout(() => {
       this.previewTimers.delete(lessonId);
+      this.previewRenderedAt.set(lessonId, performance.now());
       this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lessonId, err: err.message }, 'preview render failed'));
-    }, this.opts.previewDebounceMs);
+      // forget the lesson once a further interval passed without a change
+      const forget = setTimeout(() => {
+        if (!this.previewTimers.has(lessonId)) this.previewRenderedAt.delete(lessonId);
+      }, this.opts.previewMinIntervalMs);
+      forget.unref();
+    }, delay);
     t.unref();
     this.previewTimers.set(lessonId, t);
   }

@@ -45,9 +45,9 @@ export function recorder() {
   return { listener, seqs, ops, resets };
 }
 
-export async function until(cond: () => boolean, ms = 5000): Promise<void> {
+export async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 10));
   }

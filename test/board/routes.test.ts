@@ -4,7 +4,7 @@ import { SnapshotSchema } from '../../src/board/schema.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { busyPage, rect, stroke, text } from './factories.js';
-import { startNode } from './helpers.js';
+import { startNode, until } from './helpers.js';
 
 const api = await startTestApi();
 const node = startNode();
@@ -134,6 +134,22 @@ describe('GET /lessons/{id}/preview', () => {
     }
     expect(row[0]?.seq).toBeGreaterThan(0);
     await quick.close();
+  });
+
+  it('is rendered in the background at most once per BOARD_PREVIEW_MIN_INTERVAL_MS per lesson, and still after the last change', async () => {
+    const node = startNode({ previewDebounceMs: 30, previewMinIntervalMs: 1200 });
+    const id = await lesson();
+    const renderedSeq = async () => Number((await api.deps.sql<{ seq: string }[]>`SELECT seq FROM board_previews WHERE lesson_id = ${id}`)[0]?.seq ?? 0);
+    await node.board.submit(id, { type: 'element.add', elements: [rect('a1')] }, student);
+    await until(async () => (await renderedSeq()) === 1);
+    const t0 = Date.now();
+    await node.board.submit(id, { type: 'element.add', elements: [rect('a2')] }, student);
+    await node.board.submit(id, { type: 'element.add', elements: [rect('a3')] }, student);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await renderedSeq()).toBe(1); // no second render within the interval
+    await until(async () => (await renderedSeq()) === 3, 5000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    await node.close();
   });
 });
 
