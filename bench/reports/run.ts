@@ -127,8 +127,8 @@ async function explainReports(partner: string, period: { from: string; to: strin
  */
 async function chargeOverhead(sql: Deps['sql']): Promise<void> {
   const partner = partnerId(2);
-  const lessons = 20;
-  const ticks = 25;
+  const lessons = 40;
+  const ticks = 20;
   const stats: Record<'on' | 'off', { charge: number[]; end: number[] }> = { on: { charge: [], end: [] }, off: { charge: [], end: [] } };
   const toggle = async (on: boolean) => {
     const verb = on ? sql`ENABLE` : sql`DISABLE`;
@@ -136,7 +136,7 @@ async function chargeOverhead(sql: Deps['sql']): Promise<void> {
     await sql`ALTER TABLE sessions ${verb} TRIGGER reports_session_updated`;
   };
   let t0 = Date.now();
-  for (const [round, state] of (['on', 'off', 'on', 'off'] as const).entries()) {
+  for (const [round, state] of (['on', 'off', 'on', 'off', 'on', 'off'] as const).entries()) {
     checkTime();
     await toggle(state === 'on');
     const ids = Array.from({ length: lessons }, (_, i) => `lsn_bcharge_${process.pid}_${round}_${i}`);
@@ -165,7 +165,7 @@ async function chargeOverhead(sql: Deps['sql']): Promise<void> {
   const med = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
   const line = (what: string, on: number[], off: number[]) =>
     console.log(`${what.padEnd(34)} with rollup triggers ${med(on).toFixed(2)} ms, without ${med(off).toFixed(2)} ms (median, n=${on.length}+${off.length}; ratio ${(med(on) / med(off)).toFixed(2)})`);
-  console.log(`\ncharging path through src/metering, ${lessons} sessions x ${ticks} charges per round, rounds on/off/on/off`);
+  console.log(`\ncharging path through src/metering, ${lessons} sessions x ${ticks} charges per round, rounds on/off x3`);
   line('recordMeteredTime (one charge)', stats.on.charge, stats.off.charge);
   line('endSession', stats.on.end, stats.off.end);
 }

@@ -9,7 +9,8 @@ import { resolveReportPeriod, type Period } from './period.js';
  */
 export interface UsageDay {
   day: string;
-  itemsJson: string;
+  /** UTF-8 JSON, passed through untouched: decoding and re-encoding ~22 MB a year costs CPU for nothing */
+  itemsJson: Buffer;
   items: number;
   seconds: number;
   charged_seconds: number;
@@ -47,12 +48,13 @@ export async function getUsageReport(
 async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGenerator<UsageDay> {
   // Group and order by u.day (the date, in index order): ordering by a text
   // form of the day would hold every row back until the last one is read.
-  const cursor = sql<UsageDay[]>`
+  // .raw(): every column arrives as the bytes Postgres sent (decoded below).
+  const cursor = sql`
     SELECT to_char(u.day, 'YYYY-MM-DD') AS day,
-           string_agg(u.item_head || u.seconds || ',"charged_seconds":' || u.charged_seconds || '}', ',') AS "itemsJson",
-           count(*)::int AS items,
-           sum(u.seconds)::bigint AS seconds,
-           sum(u.charged_seconds)::bigint AS charged_seconds
+           string_agg(u.item_head || u.seconds || ',"charged_seconds":' || u.charged_seconds || '}', ',') AS items_json,
+           count(*) AS items,
+           sum(u.seconds) AS seconds,
+           sum(u.charged_seconds) AS charged_seconds
     FROM (
       SELECT day, lesson_id, item_head, seconds, charged_seconds
       FROM usage_lesson_daily
@@ -60,7 +62,7 @@ async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGen
       ORDER BY day, lesson_id
     ) u
     GROUP BY u.day
-    ORDER BY u.day`.cursor(DAYS_PER_BATCH);
+    ORDER BY u.day`.raw().cursor(DAYS_PER_BATCH);
   // Ask for the next batch before handing out this one, so Postgres works on
   // it while these days are sent.
   const batches = cursor[Symbol.asyncIterator]();
@@ -70,7 +72,9 @@ async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGen
       const { value: rows, done } = await pending;
       if (done) return;
       pending = batches.next();
-      yield* rows;
+      for (const [day, itemsJson, items, seconds, charged] of rows as unknown as Buffer[][]) {
+        yield { day: day.toString(), itemsJson, items: Number(items.toString()), seconds: Number(seconds.toString()), charged_seconds: Number(charged.toString()) };
+      }
     }
   } finally {
     // Stopped early (client gone): let the batch in flight land, then close the

@@ -28,14 +28,15 @@ export const UsageReportSchema = z
  * day come as JSON from the rollup (src/reports/usage.ts); the totals are the
  * sums of the items sent, so they follow the items (JSON objects are unordered).
  */
-export async function* renderUsage(r: UsageReport): AsyncGenerator<string> {
+export async function* renderUsage(r: UsageReport): AsyncGenerator<string | Buffer> {
   yield `{"from":"${r.from}","to":"${r.to}","items":[`;
   let totalSeconds = 0;
   let totalCharged = 0;
-  let separator = '';
+  let first = true;
   for await (const day of r.days) {
-    yield separator + day.itemsJson;
-    separator = ',';
+    if (!first) yield ',';
+    first = false;
+    yield day.itemsJson;
     totalSeconds += day.seconds;
     totalCharged += day.charged_seconds;
   }
