@@ -1,5 +1,6 @@
 import type { Sql } from '../db/index.js';
 import { resolveReportPeriod, type Period } from './period.js';
+import { prefetched } from './prefetch.js';
 
 /**
  * One Moscow day of the report. `itemsJson` is the day's items, by lesson id,
@@ -63,23 +64,10 @@ async function* usageDays(sql: Sql, partnerId: string, period: Period): AsyncGen
     ) u
     GROUP BY u.day
     ORDER BY u.day`.raw().cursor(DAYS_PER_BATCH);
-  // Ask for the next batch before handing out this one, so Postgres works on
-  // it while these days are sent.
-  const batches = cursor[Symbol.asyncIterator]();
-  let pending = batches.next();
-  try {
-    for (;;) {
-      const { value: rows, done } = await pending;
-      if (done) return;
-      pending = batches.next();
-      for (const [day, itemsJson, items, seconds, charged] of rows as unknown as Buffer[][]) {
-        yield { day: day.toString(), itemsJson, items: Number(items.toString()), seconds: Number(seconds.toString()), charged_seconds: Number(charged.toString()) };
-      }
+  // The next batch is asked for while this one is sent (prefetched).
+  for await (const rows of prefetched(cursor)) {
+    for (const [day, itemsJson, items, seconds, charged] of rows as unknown as Buffer[][]) {
+      yield { day: day.toString(), itemsJson, items: Number(items.toString()), seconds: Number(seconds.toString()), charged_seconds: Number(charged.toString()) };
     }
-  } finally {
-    // Stopped early (client gone): let the batch in flight land, then close the
-    // cursor; closing while a batch is in flight would keep the connection.
-    const last = await pending.catch(() => ({ done: true as const }));
-    if (!last.done) await batches.return?.();
   }
 }
