@@ -29,3 +29,13 @@ process.on('SIGTERM', () => {
     process.exit(0);
   });
 });
+// LOADTEST_LOOP_DELAY=1: log the event-loop delay and CPU every second (with LOADTEST_SERVER_LOG=<file>)
+if (process.env.LOADTEST_LOOP_DELAY) {
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const h = monitorEventLoopDelay({ resolution: 5 });
+  h.enable();
+  setInterval(() => {
+    log.info({ p50: +(h.percentile(50) / 1e6).toFixed(1), p99: +(h.percentile(99) / 1e6).toFixed(1), max: +(h.max / 1e6).toFixed(1), cpu: process.cpuUsage() }, 'loop delay');
+    h.reset();
+  }, 1000).unref();
+}
