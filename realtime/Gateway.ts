@@ -12,6 +12,7 @@ import { ClientConnection, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features.js';
 import { LessonRoom, type Fanout } from './LessonRoom.js';
 import { mapLimit } from './lib/KeyedQueue.js';
+import { gatewayTiming } from './timing.js';
 import { createSql, type Sql } from '../src/db/index.js';
 import type { Redis } from '../src/redis.js';
 import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
@@ -21,30 +22,12 @@ import { RedisPresence } from './presence/RedisPresence.js';
 import { coreMessages } from './protocol/messages/index.js';
 import { MessageRegistry } from './protocol/registry.js';
 import { presenceFrame, presenceSyncFrame } from './protocol/serverMessages.js';
+import { welcomeFrame } from './protocol/welcome.js';
 
 export interface GatewayOptions {
   features?: GatewayFeature[];
   /** fixed node id (tests); default host:pid:random */
   nodeId?: string;
-}
-
-/** Timing of the gateway derived from the settings (docs/metering.md, "Timing"). */
-export function gatewayTiming(config: Deps['config']) {
-  const leaseMs = config.GATEWAY_LEASE_SECONDS * 1000;
-  const flushMs = Math.round(config.GATEWAY_METER_FLUSH_SECONDS * 1000);
-  const idleMs = config.SESSION_IDLE_SECONDS * 1000;
-  const heartbeatMs = Math.round(leaseMs / 3);
-  return {
-    leaseMs,
-    flushMs,
-    idleMs,
-    heartbeatMs,
-    /** every node re-registers within one heartbeat of Redis losing its state */
-    graceMs: 2 * heartbeatMs + 1000,
-    startRetryMs: 10_000,
-    sweepMs: Math.max(250, Math.min(5000, Math.round(idleMs / 4))),
-    orphanMs: 3 * flushMs + leaseMs + 2 * heartbeatMs,
-  };
 }
 
 /**
@@ -237,7 +220,7 @@ export class Gateway implements GatewayApi {
     if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, conn);
     if (res.announce) this.announce(conn.link, now);
     if (conn.state !== 'admitting') return;
-    room.makePresent(conn, this.welcome(conn, res.people, seq, extras), seq);
+    room.makePresent(conn, welcomeFrame(conn, res.people, seq, extras, this.deps.config), seq);
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ lesson_id: conn.lessonId, bus_ms: +(t1 - t0).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
     }
@@ -377,26 +360,6 @@ export class Gateway implements GatewayApi {
     } else {
       room.deliver(frame);
     }
-  }
-
-  private welcome(conn: ClientConnection, people: PublicPerson[], seq: number, extras: Record<string, unknown>): string {
-    const c = this.deps.config;
-    const l = conn.link;
-    return JSON.stringify({
-      ...extras,
-      type: 'welcome',
-      protocol: 1,
-      seq,
-      you: conn.person,
-      lesson: { id: l.lesson_id, title: l.lesson_title, mode: l.lesson_mode, subject_mode: l.subject_mode },
-      people,
-      limits: {
-        max_payload_bytes: c.GATEWAY_MAX_PAYLOAD_BYTES,
-        messages_per_second: c.GATEWAY_MESSAGES_PER_SECOND,
-        message_burst: c.GATEWAY_MESSAGE_BURST,
-        idle_timeout_seconds: c.GATEWAY_IDLE_TIMEOUT_SECONDS,
-      },
-    });
   }
 
   private async featureWelcome(conn: ClientConnection): Promise<Record<string, unknown>> {
