@@ -190,6 +190,9 @@ async function startApiProcess(): Promise<{ port: number; stop: () => Promise<vo
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Never leave the server behind, whatever ends this process.
+  const orphanGuard = () => child.kill('SIGKILL');
+  process.once('exit', orphanGuard);
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('API process did not start within 60 s')), 60_000);
     child.once('exit', (code) => reject(new Error(`API process exited (${code})`)));
@@ -208,6 +211,7 @@ async function startApiProcess(): Promise<{ port: number; stop: () => Promise<vo
       const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(killer);
+      process.removeListener('exit', orphanGuard);
     },
   };
 }
