@@ -110,7 +110,11 @@ async function cursor(): Promise<void> {
     sender.ws.send(`{"type":"cursor","x":${id},"y":${Math.floor(Math.random() * 1000)}}`);
     expected += lesson.length - 1;
   });
-  await new Promise((r) => setTimeout(r, 1500));
+  // Drain: wait (bounded) until every relayed copy arrived, so the server's CPU
+  // for this phase covers all the work the messages caused, even when it lags.
+  const drainUntil = performance.now() + 30_000;
+  await new Promise((r) => setTimeout(r, 500));
+  while (received < expected && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, 100));
   send({ ev: 'cursored', sent: total, expected, received, fanout: fanoutHist.toSparse(), fanoutMax: fanoutHist.max, errors });
 }
 
