@@ -130,20 +130,27 @@ async function close(): Promise<void> {
   for (const c of conns) c.closing = true;
   await new Promise((r) => setTimeout(r, 500));
   const together: Record<string, number> = {};
+  const togetherFromRequest: Record<string, number> = {};
   const spans: Record<string, [number, number]> = {};
   lessons.forEach((l, i) => {
-    together[init.lessons[i].id] = togetherSeconds(l);
+    together[init.lessons[i].id] = togetherSeconds(l, (c) => c.welcomeAt!);
+    togetherFromRequest[init.lessons[i].id] = togetherSeconds(l, (c) => c.startedAt);
     const w = l.map((c) => c.welcomeAt!).sort((x, y) => x - y);
     const c = l.map((c) => c.closeAt!).sort((x, y) => x - y);
     if (w.length >= 2) spans[init.lessons[i].id] = [performance.timeOrigin + w[1], performance.timeOrigin + c[c.length - 2]];
   });
-  send({ ev: 'closed', together, spans, errors });
+  send({ ev: 'closed', together, togetherFromRequest, spans, errors });
 }
 
-/** Seconds during which two or more of the lesson's connections were in (welcome .. close). */
-function togetherSeconds(l: Conn[]): number {
+/**
+ * Seconds during which two or more of the lesson's connections were in
+ * (entered .. close). A participant is in once their welcome arrived; under
+ * load the server registered them up to one join latency earlier (when they
+ * had only sent the upgrade), so the truth lies between the two measures.
+ */
+function togetherSeconds(l: Conn[], entered: (c: Conn) => number): number {
   const ev: [number, number][] = [];
-  for (const c of l) if (c.welcomeAt !== undefined && c.closeAt !== undefined) ev.push([c.welcomeAt, 1], [c.closeAt, -1]);
+  for (const c of l) if (c.welcomeAt !== undefined && c.closeAt !== undefined) ev.push([entered(c), 1], [c.closeAt, -1]);
   ev.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let n = 0;
   let since = 0;
