@@ -14,6 +14,16 @@ const expect401 = (res: { status: number; body: unknown }) => {
   expect(res.body).toEqual({ detail: { code: 'unauthorized', message: expect.any(String) } });
 };
 
+/** Polls for at most 1 s: the cache invalidation is asynchronous but must land promptly. */
+async function eventually401(key: string) {
+  const deadline = Date.now() + 1000;
+  for (;;) {
+    const res = await api.request('GET', '/balance', { key });
+    if (res.status === 401 || Date.now() > deadline) return res;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 describe('API key authentication', () => {
   it('accepts a live key', async () => {
     expect((await api.request('GET', '/balance', { key: p.apiKey })).status).toBe(200);
@@ -41,14 +51,15 @@ describe('API key authentication', () => {
     const { api_key: second } = (await runAdmin(api.deps.sql, ['key', 'create', p.partner.id])) as { api_key: string };
     expect((await api.request('GET', '/balance', { key: second })).status).toBe(200);
     await runAdmin(api.deps.sql, ['key', 'revoke', second]);
-    expect401(await api.request('GET', '/balance', { key: second }));
+    // The API's key cache hears the revocation through NOTIFY, delivered within milliseconds of commit.
+    expect401(await eventually401(second));
     expect((await api.request('GET', '/balance', { key: p.apiKey })).status).toBe(200);
   });
 
   it('answers 401 for every key of a suspended partner, and works again after resume', async () => {
     const q = await partnerFactory(api.deps.sql);
     await runAdmin(api.deps.sql, ['partner', 'suspend', q.partner.id]);
-    expect401(await api.request('GET', '/balance', { key: q.apiKey }));
+    expect401(await eventually401(q.apiKey));
     await runAdmin(api.deps.sql, ['partner', 'resume', q.partner.id]);
     expect((await api.request('GET', '/balance', { key: q.apiKey })).status).toBe(200);
   });
