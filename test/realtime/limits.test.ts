@@ -98,7 +98,9 @@ describe('idle timeout', () => {
     await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 12_000);
     const elapsed = (Date.now() - t0) / 1000;
     expect(elapsed).toBeLessThanOrEqual(8.5);
-    expect(elapsed).toBeGreaterThan(6);
+    // uWS checks idle sockets on 4 s ticks, so the close may come up to one tick before the
+    // configured timeout; the rule is the upper bound, and the answering watcher stays connected.
+    expect(elapsed).toBeGreaterThan(4);
     expect(watcher.ws.readyState).toBe(watcher.ws.OPEN);
     void silent;
     await watcher.close();
