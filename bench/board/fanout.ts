@@ -32,12 +32,18 @@ export interface GatewayProc {
 }
 
 export async function spawnGateway(env: Record<string, string>): Promise<GatewayProc> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  // BENCH_GATEWAY_NODE_ARGS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the gateway
+  const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env, ROLES: 'gateway', GATEWAY_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  // never leave the gateway behind, whatever ends this process
+  const killChild = () => proc.kill('SIGKILL');
+  process.once('exit', killChild);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => process.exit(130));
   const port = await new Promise<number>((resolve, reject) => {
     const lines: string[] = [];
     let buf = '';
@@ -123,6 +129,8 @@ export interface FanoutResult {
   fanout: number[];
   acks: number[];
   gatewayCpuSeconds: number;
+  /** what the gateway would have spent in the same window with nobody drawing */
+  idleCpuSeconds: number;
   rejected: number;
 }
 
@@ -182,7 +190,12 @@ export async function fanout(
   const t0 = performance.now();
   const clients = await connectAll(urls, 32, onMessage);
   console.log(`  ${clients.length} participants connected in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  await new Promise((r) => setTimeout(r, 1000));
+  await new Promise((r) => setTimeout(r, 2000));
+  // what the gateway spends with everyone connected and nobody drawing (presence, metering, pings)
+  const idle0 = gw.cpu();
+  const idleT = performance.now();
+  await new Promise((r) => setTimeout(r, 5000));
+  const idleCpuPerSecond = (gw.cpu() - idle0) / ((performance.now() - idleT) / 1000);
 
   const byLesson = new Map<number, Client[]>();
   for (const c of clients) byLesson.set(c.lessonIndex, [...(byLesson.get(c.lessonIndex) ?? []), c]);
@@ -211,13 +224,14 @@ export async function fanout(
         ops++;
         await new Promise((r) => setTimeout(r, 80));
       }
-      await new Promise((r) => setTimeout(r, o.pauseMs * (0.8 + Math.random() * 0.4)));
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(o.pauseMs * (0.8 + Math.random() * 0.4), end - Date.now()))));
     }
   };
   await Promise.all([...byLesson.entries()].flatMap(([lesson, cs]) => cs.slice(0, o.drawers).map((c, who) => drawer(c, lesson, who))));
   const elapsed = (performance.now() - start) / 1000;
   await new Promise((r) => setTimeout(r, 1500)); // the last deliveries
   const gatewayCpuSeconds = gw.cpu() - cpu0;
+  const window = (performance.now() - start) / 1000;
   measuring = false;
   await Promise.all(
     clients.map(
@@ -229,7 +243,7 @@ export async function fanout(
         }),
     ),
   );
-  return { ops, seconds: elapsed, deliveries, fanout: fan, acks, gatewayCpuSeconds, rejected };
+  return { ops, seconds: elapsed, deliveries, fanout: fan, acks, gatewayCpuSeconds, idleCpuSeconds: idleCpuPerSecond * window, rejected };
 }
 
 export function report(r: FanoutResult, receiversPerOp: number): void {
@@ -237,5 +251,7 @@ export function report(r: FanoutResult, receiversPerOp: number): void {
   console.log(`  ${r.ops} operations in ${r.seconds.toFixed(1)} s (${(r.ops / r.seconds).toFixed(0)} ops/s), ${r.deliveries} deliveries (expected ${r.ops * receiversPerOp}), ${r.rejected} rejected`);
   console.log(`  fan-out send -> other participant  median ${ms(pct(r.fanout, 50))}  p90 ${ms(pct(r.fanout, 90))}  p99 ${ms(pct(r.fanout, 99))}`);
   console.log(`  ack     send -> durable board.ack  median ${ms(pct(r.acks, 50))}  p90 ${ms(pct(r.acks, 90))}  p99 ${ms(pct(r.acks, 99))}`);
+  const drawing = r.gatewayCpuSeconds - r.idleCpuSeconds;
   console.log(`  gateway process CPU: ${r.gatewayCpuSeconds.toFixed(2)} s = ${((r.gatewayCpuSeconds / r.ops) * 1000).toFixed(3)} s per 1,000 operations`);
+  console.log(`    of which idle (everyone connected, nobody drawing: presence, metering, pings): ${r.idleCpuSeconds.toFixed(2)} s; drawing: ${((drawing / r.ops) * 1000).toFixed(3)} s per 1,000 operations`);
 }

@@ -132,7 +132,8 @@ async function fanoutParts(config: Config, deps: Deps, partner: Partner): Promis
     REDIS_URL: config.REDIS_URL,
     REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX,
     GATEWAY_MAX_CONNECTIONS_PER_IP: '100000',
-    BOARD_PREVIEW_DEBOUNCE_MS: process.env.PREVIEW_DEBOUNCE_MS ?? '2000',
+    // the gateway's own defaults unless asked otherwise
+    ...(process.env.PREVIEW_DEBOUNCE_MS ? { BOARD_PREVIEW_DEBOUNCE_MS: process.env.PREVIEW_DEBOUNCE_MS } : {}),
     ...(process.env.GATEWAY_POOL ? { DATABASE_POOL_SIZE: process.env.GATEWAY_POOL } : {}),
   });
   try {

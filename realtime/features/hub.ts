@@ -100,6 +100,7 @@ export class LessonHub {
   private drop(l: LocalLesson): void {
     if (this.lessons.get(l.id) === l) this.lessons.delete(l.id);
     void l.ready.then(() => l.release?.(), () => undefined);
+    this.board.lessonLeft(l.id);
   }
 
   lesson(lessonId: string): LocalLesson | undefined {

@@ -5,13 +5,17 @@ import type { Actor } from './apply.js';
 import { boardError } from './errors.js';
 import { LessonFeed, type BoardListener } from './feed.js';
 import { PreviewService } from './preview.js';
-import { BoardRoom, type Ack } from './room.js';
+import { BoardCommitter, BoardRoom, type Ack } from './room.js';
 import { BoardOpSchema, type SequencedOp } from './schema.js';
 import { BoardStore, type BoardRead } from './store.js';
 
 export interface BoardServiceOptions {
-  /** most operations committed in one transaction */
+  /** most operations of one lesson committed in one transaction */
   maxBatch: number;
+  /** most lessons committed in one transaction */
+  maxLessons: number;
+  /** transactions in flight at once on this node (each lesson in at most one) */
+  commitConcurrency: number;
   /** how long a node waits for a missing seq before its listeners resync */
   gapMs: number;
   /** a preview is re-rendered this long after a lesson's last change on this node */
@@ -48,6 +52,7 @@ interface RelayMessage {
 export class BoardService {
   readonly nodeId = randomBase62(12);
   readonly store: BoardStore;
+  private readonly committer: BoardCommitter;
   readonly previews: PreviewService;
   private readonly opts: BoardServiceOptions;
   private readonly rooms = new Map<string, BoardRoom>();
@@ -65,6 +70,8 @@ export class BoardService {
   ) {
     this.opts = {
       maxBatch: opts.maxBatch ?? 200,
+      maxLessons: opts.maxLessons ?? 100,
+      commitConcurrency: opts.commitConcurrency ?? 2,
       gapMs: opts.gapMs ?? deps.config.BOARD_RELAY_GAP_MS,
       previewDebounceMs: opts.previewDebounceMs ?? deps.config.BOARD_PREVIEW_DEBOUNCE_MS,
       previewMinIntervalMs: opts.previewMinIntervalMs ?? deps.config.BOARD_PREVIEW_MIN_INTERVAL_MS,
@@ -72,6 +79,12 @@ export class BoardService {
     };
     this.log = deps.log.child({ component: 'board' });
     this.store = new BoardStore(deps.sql);
+    this.committer = new BoardCommitter(this.store, {
+      maxBatch: this.opts.maxBatch,
+      maxLessons: this.opts.maxLessons,
+      concurrency: this.opts.commitConcurrency,
+      now: () => this.deps.clock.now(),
+    });
     this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth);
     this.sub = deps.redis.duplicate();
     this.sub.on('error', (err) => this.log.warn({ err: err.message }, 'board relay: redis error'));
@@ -99,11 +112,7 @@ export class BoardService {
     }
     let room = this.rooms.get(lessonId);
     if (!room) {
-      room = new BoardRoom(lessonId, this.store, {
-        maxBatch: this.opts.maxBatch,
-        now: () => this.deps.clock.now(),
-        onCommitted: (ops) => this.onCommitted(lessonId, ops),
-      });
+      room = new BoardRoom(lessonId, this.committer, (ops) => this.onCommitted(lessonId, ops));
       this.rooms.set(lessonId, room);
     }
     try {
@@ -207,6 +216,20 @@ export class BoardService {
     }, delay);
     t.unref();
     this.previewTimers.set(lessonId, t);
+  }
+
+  /**
+   * Nobody is left in the lesson on this node (the gateway says so): render
+   * now what changed since this node's last render, without waiting for the
+   * debounce or the interval. Partners mostly read thumbnails after lessons.
+   */
+  lessonLeft(lessonId: string): void {
+    const t = this.previewTimers.get(lessonId);
+    if (!t) return; // nothing changed here since the last render
+    clearTimeout(t);
+    this.previewTimers.delete(lessonId);
+    this.previewRenderedAt.set(lessonId, performance.now());
+    this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lessonId, err: err.message }, 'preview render failed'));
   }
 
   /** Stops: waits for queued operations, renders pending previews, drops subscriptions. */

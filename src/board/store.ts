@@ -47,33 +47,67 @@ const EMPTY_HEAD = (): BoardHead & { updated_at: null } => ({
 export class BoardStore {
   constructor(private readonly sql: Sql) {}
 
+  /** One lesson's batch in its own transaction (tests; the gateway goes through commitLessons). */
   async commitBatch(lessonId: string, items: BatchItem[], at: Date): Promise<BatchResult[]> {
+    return (await this.commitLessons([{ lessonId, items }], at)).get(lessonId)!;
+  }
+
+  /**
+   * The batches of several lessons in ONE transaction (a node's group commit
+   * across lessons: docs/board.md, "Ordering and durability"): the board rows
+   * are locked in lesson id order (two nodes never deadlock on them), every
+   * batch is applied by its own BoardWork in order, and all writes go in a
+   * few set-based statements, so a transaction costs about the same for one
+   * lesson as for fifty. Results per lesson, in each batch's order.
+   */
+  async commitLessons(batches: { lessonId: string; items: BatchItem[] }[], at: Date): Promise<Map<string, BatchResult[]>> {
     return this.sql.begin(async (tx) => {
-      const head = await lockHead(tx, lessonId);
-      if (!head) return items.map(() => ({ ok: false as const, error: boardError('not_found', 'lesson not found') }));
-      if (head.archived) return items.map(() => ({ ok: false as const, error: boardError('archived', 'the lesson was deleted') }));
-      const ops = items.map((i) => i.op);
-      const elements = await loadElementStates(tx, lessonId, referencedElementIds(ops), deletedPageIds(ops));
-      const work = new BoardWork(head, elements);
-      const results: BatchResult[] = items.map(({ op, actor }) => {
-        try {
-          const applied = work.apply(op, actor);
-          return applied ? { ok: true as const, seq: applied.seq, op: applied.op } : { ok: true as const, seq: null };
-        } catch (err) {
-          if (err instanceof BoardOpError) return { ok: false as const, error: err };
-          throw err;
+      const heads = await lockHeads(tx, batches.map((b) => b.lessonId));
+      const wanted: { lessons: string[]; ids: string[]; pageLessons: string[]; pages: string[] } = { lessons: [], ids: [], pageLessons: [], pages: [] };
+      for (const b of batches) {
+        if (!heads.has(b.lessonId)) continue;
+        const ops = b.items.map((i) => i.op);
+        for (const id of referencedElementIds(ops)) {
+          wanted.lessons.push(b.lessonId);
+          wanted.ids.push(id);
         }
-      });
-      if (work.headChanged) {
-        await writeElements(tx, lessonId, [...work.writes.values()]);
-        const h = work.head;
-        await tx`
-          UPDATE boards SET seq = ${h.seq}, pages = ${tx.json(h.pages as never)}, pinned_page_id = ${h.pinned_page_id},
-            live_elements = ${h.live_elements}, live_bytes = ${h.live_bytes}, first_content_seq = ${h.first_content_seq},
-            updated_at = ${at}
-          WHERE lesson_id = ${lessonId}`;
+        for (const page of deletedPageIds(ops)) {
+          wanted.pageLessons.push(b.lessonId);
+          wanted.pages.push(page);
+        }
       }
-      return results;
+      const states = await loadElementStates(tx, wanted);
+      const out = new Map<string, BatchResult[]>();
+      const writes: (ElementWrite & { lesson_id: string })[] = [];
+      const changed: { lessonId: string; head: BoardHead }[] = [];
+      for (const b of batches) {
+        const head = heads.get(b.lessonId);
+        if (!head || head.archived) {
+          const error = head ? boardError('archived', 'the lesson was deleted') : boardError('not_found', 'lesson not found');
+          out.set(b.lessonId, b.items.map(() => ({ ok: false as const, error })));
+          continue;
+        }
+        const work = new BoardWork(head, states.get(b.lessonId) ?? new Map());
+        out.set(
+          b.lessonId,
+          b.items.map(({ op, actor }): BatchResult => {
+            try {
+              const applied = work.apply(op, actor);
+              return applied ? { ok: true, seq: applied.seq, op: applied.op } : { ok: true, seq: null };
+            } catch (err) {
+              if (err instanceof BoardOpError) return { ok: false, error: err };
+              throw err;
+            }
+          }),
+        );
+        if (work.headChanged) {
+          for (const w of work.writes.values()) writes.push({ ...w, lesson_id: b.lessonId });
+          changed.push({ lessonId: b.lessonId, head: work.head });
+        }
+      }
+      await writeElements(tx, writes);
+      await writeHeads(tx, changed, at);
+      return out;
     });
   }
 
@@ -148,50 +182,83 @@ function orderByPages(pages: BoardPage[], elements: BoardElement[]): BoardElemen
     .map((x) => x.e);
 }
 
-/** Locks the board row, creating the default board on first use (ON CONFLICT: two nodes may race here). */
-async function lockHead(tx: Tx, lessonId: string): Promise<HeadRow | undefined> {
-  const select = () => tx<HeadRow[]>`
-    SELECT b.seq, b.pages, b.pinned_page_id, b.live_elements, b.live_bytes, b.first_content_seq, b.updated_at,
+/**
+ * Locks the board rows of these lessons in lesson id order, creating the
+ * default board of a lesson on first use (ON CONFLICT: two nodes may race
+ * there). Lessons that do not exist are missing from the map.
+ */
+async function lockHeads(tx: Tx, lessonIds: string[]): Promise<Map<string, HeadRow & { lesson_id: string }>> {
+  const select = (ids: string[]) => tx<(HeadRow & { lesson_id: string })[]>`
+    SELECT b.lesson_id, b.seq, b.pages, b.pinned_page_id, b.live_elements, b.live_bytes, b.first_content_seq, b.updated_at,
            (l.archived_at IS NOT NULL) AS archived
     FROM boards b JOIN lessons l ON l.id = b.lesson_id
-    WHERE b.lesson_id = ${lessonId} FOR UPDATE OF b`;
-  let [head] = await select();
-  if (head) return head;
-  const inserted = await tx`
-    INSERT INTO boards (lesson_id, pages)
-    SELECT id, ${tx.json(DEFAULT_PAGES as never)} FROM lessons WHERE id = ${lessonId}
-    ON CONFLICT (lesson_id) DO NOTHING RETURNING lesson_id`;
-  [head] = await select();
-  if (!head && inserted.length === 0) return undefined;
-  return head;
+    WHERE b.lesson_id = ANY(${ids}::text[]) ORDER BY b.lesson_id FOR UPDATE OF b`;
+  const heads = new Map((await select(lessonIds)).map((h) => [h.lesson_id, h]));
+  const missing = lessonIds.filter((id) => !heads.has(id));
+  if (missing.length) {
+    await tx`
+      INSERT INTO boards (lesson_id, pages)
+      SELECT id, ${tx.json(DEFAULT_PAGES as never)} FROM lessons WHERE id = ANY(${missing}::text[]) ORDER BY id
+      ON CONFLICT (lesson_id) DO NOTHING`;
+    for (const h of await select(missing)) heads.set(h.lesson_id, h);
+  }
+  return heads;
 }
 
-async function loadElementStates(tx: Tx, lessonId: string, ids: string[], pages: string[]): Promise<Map<string, ElementState>> {
-  const map = new Map<string, ElementState>();
-  if (!ids.length && !pages.length) return map;
-  const rows = await tx<({ element_id: string } & ElementState)[]>`
-    SELECT element_id, page_id, deleted, bytes FROM board_elements
-    WHERE lesson_id = ${lessonId}
-      AND (element_id = ANY(${ids}::text[]) OR (page_id = ANY(${pages}::text[]) AND NOT deleted))`;
-  for (const r of rows) map.set(r.element_id, { page_id: r.page_id, deleted: r.deleted, bytes: r.bytes });
-  return map;
+/**
+ * The state of every element the batches name, and of every live element on
+ * pages they delete, by lesson: one statement for all lessons.
+ */
+async function loadElementStates(
+  tx: Tx,
+  w: { lessons: string[]; ids: string[]; pageLessons: string[]; pages: string[] },
+): Promise<Map<string, Map<string, ElementState>>> {
+  const out = new Map<string, Map<string, ElementState>>();
+  if (!w.ids.length && !w.pages.length) return out;
+  const rows = await tx<({ lesson_id: string; element_id: string } & ElementState)[]>`
+    SELECT e.lesson_id, e.element_id, e.page_id, e.deleted, e.bytes FROM board_elements e
+    JOIN unnest(${w.lessons}::text[], ${w.ids}::text[]) AS u(lesson_id, element_id) ON e.lesson_id = u.lesson_id AND e.element_id = u.element_id
+    UNION ALL
+    SELECT e.lesson_id, e.element_id, e.page_id, e.deleted, e.bytes FROM board_elements e
+    JOIN unnest(${w.pageLessons}::text[], ${w.pages}::text[]) AS p(lesson_id, page_id) ON e.lesson_id = p.lesson_id AND e.page_id = p.page_id
+    WHERE NOT e.deleted`;
+  for (const r of rows) {
+    let m = out.get(r.lesson_id);
+    if (!m) out.set(r.lesson_id, (m = new Map()));
+    m.set(r.element_id, { page_id: r.page_id, deleted: r.deleted, bytes: r.bytes });
+  }
+  return out;
 }
 
-/** Upserts the final state of every element a batch touched, 500 rows per statement. */
-async function writeElements(tx: Tx, lessonId: string, writes: ElementWrite[]): Promise<void> {
+/** Upserts the final state of every element the batches touched, 500 rows per statement. */
+async function writeElements(tx: Tx, writes: (ElementWrite & { lesson_id: string })[]): Promise<void> {
   for (let i = 0; i < writes.length; i += 500) {
     const chunk = writes.slice(i, i + 500);
     await tx`
       INSERT INTO board_elements (lesson_id, element_id, page_id, z, data, bytes, deleted, updated_seq)
-      SELECT ${lessonId}, u.id, u.page_id, u.z, u.data::jsonb, u.bytes::int, u.deleted::boolean, u.seq::bigint
-      FROM unnest(${chunk.map((w) => w.id)}::text[], ${chunk.map((w) => w.page_id)}::text[], ${chunk.map((w) => w.z)}::text[],
+      SELECT u.lesson_id, u.id, u.page_id, u.z, u.data::jsonb, u.bytes::int, u.deleted::boolean, u.seq::bigint
+      FROM unnest(${chunk.map((w) => w.lesson_id)}::text[], ${chunk.map((w) => w.id)}::text[], ${chunk.map((w) => w.page_id)}::text[], ${chunk.map((w) => w.z)}::text[],
                   ${chunk.map((w) => (w.data ? JSON.stringify(w.data) : null)) as string[]}::text[],
                   ${chunk.map((w) => String(w.bytes))}::text[], ${chunk.map((w) => String(w.deleted))}::text[],
                   ${chunk.map((w) => String(w.seq))}::text[])
-        AS u(id, page_id, z, data, bytes, deleted, seq)
+        AS u(lesson_id, id, page_id, z, data, bytes, deleted, seq)
       ON CONFLICT (lesson_id, element_id) DO UPDATE SET
         page_id = EXCLUDED.page_id,
         z = CASE WHEN EXCLUDED.deleted THEN board_elements.z ELSE EXCLUDED.z END,
         data = EXCLUDED.data, bytes = EXCLUDED.bytes, deleted = EXCLUDED.deleted, updated_seq = EXCLUDED.updated_seq`;
   }
+}
+
+/** The new heads (seq, pages, pin, counters) of the lessons a transaction changed, in one statement. */
+async function writeHeads(tx: Tx, changed: { lessonId: string; head: BoardHead }[], at: Date): Promise<void> {
+  if (!changed.length) return;
+  const col = <T>(f: (h: BoardHead) => T) => changed.map((c) => f(c.head));
+  await tx`
+    UPDATE boards b SET seq = u.seq::bigint, pages = u.pages::jsonb, pinned_page_id = u.pinned, live_elements = u.live::int,
+      live_bytes = u.bytes::bigint, first_content_seq = u.first::bigint, updated_at = ${at}
+    FROM unnest(${changed.map((c) => c.lessonId)}::text[], ${col((h) => String(h.seq))}::text[], ${col((h) => JSON.stringify(h.pages))}::text[],
+                ${col((h) => h.pinned_page_id) as string[]}::text[], ${col((h) => String(h.live_elements))}::text[],
+                ${col((h) => String(h.live_bytes))}::text[], ${col((h) => (h.first_content_seq === null ? null : String(h.first_content_seq))) as string[]}::text[])
+      AS u(lesson_id, seq, pages, pinned, live, bytes, first)
+    WHERE b.lesson_id = u.lesson_id`;
 }

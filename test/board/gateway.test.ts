@@ -148,6 +148,21 @@ describe('board operations through the gateway', () => {
   });
 });
 
+describe('preview', () => {
+  it('is rendered as soon as the last participant of the lesson leaves the node, without waiting for the debounce', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const mine = new Map<string, unknown>();
+    sendOp(t, mine, 'r1', { type: 'element.add', elements: [rect('p1'), stroke('p2')] });
+    await answered(t, 'r1');
+    const previewSeq = async () => Number((await sql`SELECT seq FROM board_previews WHERE lesson_id = ${f.lesson.id}`)[0]?.seq ?? 0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await previewSeq()).toBe(0); // this file's debounce is a minute
+    await t.close();
+    await until(async () => (await previewSeq()) === 1, 5000);
+  });
+});
+
 describe('a lost relay message', () => {
   it('makes every page resync, and a sender whose operation was held behind the gap still gets its ack', async () => {
     const f = await lesson();

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { BoardOpError } from '../../src/board/errors.js';
+import { BoardService } from '../../src/board/service.js';
 import { BoardStore } from '../../src/board/store.js';
+import { makeDeps } from '../helpers/deps.js';
+import { isolatedEnv } from '../realtime/helpers/isolation.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { rect, stroke, text } from './factories.js';
 import { newLesson, recorder, startNode, until } from './helpers.js';
@@ -130,5 +133,48 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('b')] }, student);
     await new Promise((r) => setTimeout(r, 150));
     expect(onB.seqs).toEqual([1]);
+  });
+});
+
+describe('group commit across lessons (BoardStore.commitLessons, BoardCommitter)', () => {
+  it('commits the batches of several lessons in one transaction, each in its own order, a deleted or unknown lesson refused alone', async () => {
+    const [l1, l2, gone] = await Promise.all([newLesson(nodeA.deps.sql), newLesson(nodeA.deps.sql), newLesson(nodeA.deps.sql)]);
+    await nodeA.deps.sql`UPDATE lessons SET archived_at = now() WHERE id = ${gone.id}`;
+    const store = new BoardStore(nodeA.deps.sql);
+    const add = (id: string) => ({ op: { type: 'element.add' as const, elements: [rect(id)] }, actor: student });
+    const out = await store.commitLessons(
+      [
+        { lessonId: l1.id, items: [add('a'), add('b'), add('a')] },
+        { lessonId: gone.id, items: [add('x')] },
+        { lessonId: 'lsn_does_not_exist', items: [add('y')] },
+        { lessonId: l2.id, items: [add('a')] },
+      ],
+      new Date(),
+    );
+    expect(out.get(l1.id)!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual([1, 2, 'conflict']);
+    expect(out.get(l2.id)!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual([1]);
+    expect(out.get(gone.id)!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual(['archived']);
+    expect(out.get('lsn_does_not_exist')!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual(['not_found']);
+    expect((await store.read(l1.id)).elements.map((e) => e.id)).toEqual(['a', 'b']);
+    expect((await store.read(l2.id)).head.seq).toBe(1);
+  });
+
+  it('puts the operations of many quiet lessons into far fewer transactions than operations, every lesson gapless', async () => {
+    // a database of its own: pg_stat_database counts every commit in it, other test files included
+    const deps = makeDeps({ env: await isolatedEnv() });
+    const board = new BoardService(deps, { maxLessons: 64, commitConcurrency: 2, previewDebounceMs: 60_000 });
+    const node = { deps, board, close: async () => (await board.close(), await deps.close()) };
+    const lessons = await Promise.all(Array.from({ length: 60 }, () => newLesson(node.deps.sql)));
+    const xacts = async () => {
+      await node.deps.sql`SELECT pg_stat_clear_snapshot()`;
+      return Number((await node.deps.sql`SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`)[0].xact_commit);
+    };
+    const before = await xacts();
+    const acks = await Promise.all(lessons.flatMap((l) => [0, 1, 2].map((k) => node.board.submit(l.id, { type: 'element.add', elements: [rect(`e${k}`)] }, student))));
+    const used = (await xacts()) - before;
+    for (let i = 0; i < lessons.length; i++) expect(acks.slice(i * 3, i * 3 + 3).map((a) => a.seq).sort()).toEqual([1, 2, 3]);
+    // 180 operations of 60 lessons: a few transactions (plus this test's own reads)
+    expect(used).toBeLessThan(20);
+    await node.close();
   });
 });
