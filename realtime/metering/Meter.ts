@@ -1,9 +1,8 @@
 import type { Deps } from '../../src/deps.js';
 import type { Logger } from '../../src/logger.js';
-import { recordMeteredTime } from '../../src/metering/charge.js';
+import { recordMeteredTime, recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/charge.js';
 import { finishSession, saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
-import { recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/chargeBatch.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../lib/Limiter.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
@@ -91,7 +90,7 @@ export class Meter {
         items.push({ sessionId: m.sessionId!, cumulativeSeconds: cum, at: new Date(m.since !== null ? now : (m.pausedAt ?? now)), people: m.peopleMax || undefined });
       }
     }
-    // one transaction for every lesson this node flushes (src/metering/chargeBatch.ts)
+    // one transaction for every lesson this node flushes (src/metering/charge.ts)
     for (let i = 0; i < items.length; i += FLUSH_BATCH) {
       const batch = items.slice(i, i + FLUSH_BATCH);
       try {

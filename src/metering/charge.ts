@@ -1,7 +1,7 @@
 import type { Sql, Tx } from '../db/index.js';
 import { recordEvent } from '../events/outbox.js';
 import { BALANCE_LOW_SECONDS, secondsToWholeMinutes } from '../domain/ledger.js';
-import { splitByMoscowDay } from './moscow.js';
+import { splitByMoscowDay, type DaySlice } from './moscow.js';
 import type { Session } from './sessions.js';
 
 /** Cumulative charge of `seconds` metered seconds: the floor is taken once over the whole session. */
@@ -9,63 +9,152 @@ export function chargedFor(seconds: number, ratePercent: number): number {
   return Math.floor((seconds * ratePercent) / 100);
 }
 
+export interface MeteredItem {
+  sessionId: number;
+  /** cumulative metered seconds of the session reached at `at` (a watermark) */
+  cumulativeSeconds: number;
+  at: Date;
+  people?: number;
+}
+
 export interface ChargeResult {
-  /** metered seconds newly recorded by this call (0 when it was a replay) */
+  /** metered seconds newly recorded (0 when everything was a replay) */
   seconds: number;
   /** balance seconds newly deducted */
   charged: number;
-  balance_seconds: number | null;
 }
 
 /**
  * Records that session `sessionId` has been metered up to `cumulativeSeconds`,
- * the total reached at instant `at`. The call is a watermark, not an increment:
- * replaying it, or two gateway nodes reporting the same total, charges nothing
- * twice (only a higher total moves anything).
- *
- * Contract for the caller: metering between two calls is continuous (call at
- * every pause, at the end, and periodically), so the new seconds are exactly
- * the ones in (at - delta, at]; they are split at Moscow midnight to the second.
- *
- * In one transaction: sessions.seconds/charged_seconds, usage_daily per Moscow
- * day, lessons.billed_seconds, partners.balance_seconds, and balance.low /
- * balance.exhausted when the balance crosses their lines while armed.
+ * the total reached at instant `at`: a batch of one (recordMeteredTimeBatch
+ * holds the only implementation of charging).
  */
-export async function recordMeteredTime(
-  sql: Sql,
-  input: { sessionId: number; cumulativeSeconds: number; at: Date; people?: number },
-): Promise<ChargeResult> {
-  if (!Number.isInteger(input.cumulativeSeconds) || input.cumulativeSeconds < 0) {
-    throw new Error('cumulativeSeconds must be a non-negative integer');
-  }
-  return sql.begin(async (tx) => {
-    await lockLessonOfSession(tx, input.sessionId);
-    const [s] = await tx<Session[]>`SELECT * FROM sessions WHERE id = ${input.sessionId} FOR NO KEY UPDATE`;
-    const delta = input.cumulativeSeconds - s.seconds;
-    if (input.people && input.people > s.people_max) {
-      await tx`UPDATE sessions SET people_max = ${input.people} WHERE id = ${s.id}`;
-    }
-    if (delta <= 0 || s.ended_at) return { seconds: 0, charged: 0, balance_seconds: null };
+export async function recordMeteredTime(sql: Sql, item: MeteredItem): Promise<ChargeResult> {
+  return recordMeteredTimeBatch(sql, [item]);
+}
 
-    const slices = await splitByMoscowDay(tx, input.at, delta);
-    let cumulative = s.seconds;
-    let charged = 0;
-    for (const slice of slices) {
-      const before = chargedFor(cumulative, s.rate_percent);
-      cumulative += slice.seconds;
-      const sliceCharged = chargedFor(cumulative, s.rate_percent) - before;
-      charged += sliceCharged;
+/**
+ * Records metered time for many sessions in one transaction (the gateway's
+ * periodic flush of every running lesson costs one commit, not one per lesson).
+ *
+ * Each item is a watermark, not an increment: replaying it, or two gateway
+ * nodes reporting the same total, charges nothing twice (only a higher total
+ * moves anything; ended sessions take nothing). Contract for the caller:
+ * metering between two reports is continuous (report at every pause, at the
+ * end, and periodically), so the new seconds are exactly the ones in
+ * (at - delta, at]; they are split at Moscow midnight to the second.
+ *
+ * In one transaction: sessions.seconds/charged_seconds (the charge floored
+ * once over the whole session, so no drift per tick), usage_daily per Moscow
+ * day, lessons.billed_seconds, partners.balance_seconds, and balance.low /
+ * balance.exhausted when a partner's balance crosses their lines while armed
+ * (decided on each partner's total deduction of the batch: once per crossing).
+ *
+ * Locks: every lesson (sorted), then every session, then every partner
+ * (sorted), all FOR NO KEY UPDATE: the order of lockLessonOfSession and
+ * session starts and ends, so concurrent charges from several nodes never
+ * deadlock.
+ */
+export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Promise<ChargeResult> {
+  for (const i of items) {
+    if (!Number.isInteger(i.cumulativeSeconds) || i.cumulativeSeconds < 0) throw new Error('cumulativeSeconds must be a non-negative integer');
+  }
+  // the highest report per session wins within a batch, as it would in sequence
+  const bySession = new Map<number, MeteredItem>();
+  for (const i of items) {
+    const prev = bySession.get(i.sessionId);
+    const top = !prev || i.cumulativeSeconds > prev.cumulativeSeconds ? i : prev;
+    bySession.set(i.sessionId, { ...top, people: Math.max(i.people ?? 0, prev?.people ?? 0) || undefined });
+  }
+  const ids = [...bySession.keys()].sort((a, b) => a - b);
+  if (ids.length === 0) return { seconds: 0, charged: 0 };
+
+  return sql.begin(async (tx) => {
+    await tx`
+      SELECT 1 FROM lessons WHERE id IN (SELECT lesson_id FROM sessions WHERE id = ANY(${ids}::bigint[]))
+      ORDER BY id FOR NO KEY UPDATE`;
+    const sessions = await tx<Session[]>`SELECT * FROM sessions WHERE id = ANY(${ids}::bigint[]) ORDER BY id FOR NO KEY UPDATE`;
+
+    const peopleRows = sessions.filter((s) => (bySession.get(s.id)!.people ?? 0) > s.people_max);
+    if (peopleRows.length > 0) {
       await tx`
-        INSERT INTO usage_daily (session_id, day, partner_id, lesson_id, mode, seconds, charged_seconds)
-        VALUES (${s.id}, ${slice.day}, ${s.partner_id}, ${s.lesson_id}, ${s.mode}, ${slice.seconds}, ${sliceCharged})
-        ON CONFLICT (session_id, day) DO UPDATE SET
-          seconds = usage_daily.seconds + EXCLUDED.seconds,
-          charged_seconds = usage_daily.charged_seconds + EXCLUDED.charged_seconds`;
+        UPDATE sessions s SET people_max = x.p
+        FROM unnest(${peopleRows.map((s) => s.id)}::bigint[], ${peopleRows.map((s) => bySession.get(s.id)!.people!)}::int[]) AS x(id, p)
+        WHERE s.id = x.id`;
     }
-    await tx`UPDATE sessions SET seconds = ${cumulative}, charged_seconds = ${chargedFor(cumulative, s.rate_percent)} WHERE id = ${s.id}`;
-    await tx`UPDATE lessons SET billed_seconds = billed_seconds + ${delta} WHERE id = ${s.lesson_id}`;
-    const balance = await deductAndNotify(tx, s.partner_id, charged, input.at);
-    return { seconds: delta, charged, balance_seconds: balance };
+    const moving = sessions.filter((s) => !s.ended_at && bySession.get(s.id)!.cumulativeSeconds > s.seconds);
+    if (moving.length === 0) return { seconds: 0, charged: 0 };
+
+    // Moscow days: one query says, for every item, the day its last second fell
+    // in and that day's midnight; only an item reaching back over a midnight
+    // takes the slice-by-slice path.
+    const ends = moving.map((s) => bySession.get(s.id)!.at);
+    const days = await tx<{ n: number; day: string; midnight: Date }[]>`
+      SELECT n::int, to_char((t - interval '1 microsecond') AT TIME ZONE 'Europe/Moscow', 'YYYY-MM-DD') AS day,
+             date_trunc('day', (t - interval '1 microsecond') AT TIME ZONE 'Europe/Moscow') AT TIME ZONE 'Europe/Moscow' AS midnight
+      FROM unnest(${ends.map((d) => d.toISOString())}::timestamptz[]) WITH ORDINALITY AS x(t, n)`;
+    const dayOf = new Array<{ day: string; midnight: Date }>(moving.length);
+    for (const r of days) dayOf[r.n - 1] = r;
+    const usage = new Map<string, { sessionId: number; day: string; partnerId: string; lessonId: string; mode: string; seconds: number; charged: number }>();
+    const perPartner = new Map<string, { charged: number; at: Date }>();
+    const sessionRows: { id: number; seconds: number; charged: number }[] = [];
+    const lessonDeltas = new Map<string, number>();
+    let totalSeconds = 0;
+    let totalCharged = 0;
+
+    for (let k = 0; k < moving.length; k++) {
+      const s = moving[k];
+      const item = bySession.get(s.id)!;
+      const delta = item.cumulativeSeconds - s.seconds;
+      const d = dayOf[k];
+      const slices: DaySlice[] =
+        item.at.getTime() - delta * 1000 >= d.midnight.getTime() ? [{ day: d.day, seconds: delta }] : await splitByMoscowDay(tx, item.at, delta);
+      let cumulative = s.seconds;
+      let charged = 0;
+      for (const slice of slices) {
+        const before = chargedFor(cumulative, s.rate_percent);
+        cumulative += slice.seconds;
+        const sliceCharged = chargedFor(cumulative, s.rate_percent) - before;
+        charged += sliceCharged;
+        const key = `${s.id}|${slice.day}`;
+        const u = usage.get(key) ?? { sessionId: s.id, day: slice.day, partnerId: s.partner_id, lessonId: s.lesson_id, mode: s.mode, seconds: 0, charged: 0 };
+        u.seconds += slice.seconds;
+        u.charged += sliceCharged;
+        usage.set(key, u);
+      }
+      sessionRows.push({ id: s.id, seconds: cumulative, charged: chargedFor(cumulative, s.rate_percent) });
+      lessonDeltas.set(s.lesson_id, (lessonDeltas.get(s.lesson_id) ?? 0) + delta);
+      const p = perPartner.get(s.partner_id) ?? { charged: 0, at: item.at };
+      p.charged += charged;
+      if (item.at > p.at) p.at = item.at;
+      perPartner.set(s.partner_id, p);
+      totalSeconds += delta;
+      totalCharged += charged;
+    }
+
+    const u = [...usage.values()];
+    await tx`
+      INSERT INTO usage_daily (session_id, day, partner_id, lesson_id, mode, seconds, charged_seconds)
+      SELECT * FROM unnest(${u.map((r) => r.sessionId)}::bigint[], ${u.map((r) => r.day)}::date[], ${u.map((r) => r.partnerId)}::text[],
+                           ${u.map((r) => r.lessonId)}::text[], ${u.map((r) => r.mode)}::text[], ${u.map((r) => r.seconds)}::bigint[],
+                           ${u.map((r) => r.charged)}::bigint[])
+      ON CONFLICT (session_id, day) DO UPDATE SET
+        seconds = usage_daily.seconds + EXCLUDED.seconds,
+        charged_seconds = usage_daily.charged_seconds + EXCLUDED.charged_seconds`;
+    await tx`
+      UPDATE sessions s SET seconds = x.seconds, charged_seconds = x.charged
+      FROM unnest(${sessionRows.map((r) => r.id)}::bigint[], ${sessionRows.map((r) => r.seconds)}::bigint[], ${sessionRows.map((r) => r.charged)}::bigint[]) AS x(id, seconds, charged)
+      WHERE s.id = x.id`;
+    const lessons = [...lessonDeltas.entries()];
+    await tx`
+      UPDATE lessons l SET billed_seconds = l.billed_seconds + x.d
+      FROM unnest(${lessons.map(([id]) => id)}::text[], ${lessons.map(([, d]) => d)}::bigint[]) AS x(id, d)
+      WHERE l.id = x.id`;
+    for (const partnerId of [...perPartner.keys()].sort()) {
+      const p = perPartner.get(partnerId)!;
+      await deductAndNotify(tx, partnerId, p.charged, p.at);
+    }
+    return { seconds: totalSeconds, charged: totalCharged };
   });
 }
 

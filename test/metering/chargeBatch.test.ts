@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { recordMeteredTime } from '../../src/metering/charge.js';
-import { recordMeteredTimeBatch } from '../../src/metering/chargeBatch.js';
+import { recordMeteredTimeBatch } from '../../src/metering/charge.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
 import { makeDeps } from '../helpers/deps.js';
 import { balanceOf, partnerFactory } from '../helpers/factories.js';

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { topUp } from '../../src/domain/ledger.js';
-import { recordMeteredTime } from '../../src/metering/charge.js';
-import { recordMeteredTimeBatch } from '../../src/metering/chargeBatch.js';
+import { recordMeteredTime, recordMeteredTimeBatch } from '../../src/metering/charge.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
 import { getUsageReport } from '../../src/reports/usage.js';
 import { startTestApi } from '../helpers/api.js';
