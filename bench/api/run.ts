@@ -51,7 +51,8 @@ const env = {
   LOG_LEVEL: 'warn',
   RATE_LIMIT_PER_MINUTE: '100000000',
 };
-const api = await startProcess('src/main.ts', env, `http://127.0.0.1:${apiPort}/healthz`);
+// the compiled service, as `npm start` runs it (the npm script compiles first)
+const api = await startProcess('dist/src/main.js', env, `http://127.0.0.1:${apiPort}/healthz`);
 const hello = await startProcess('bench/api/hello-koa.ts', { PORT: String(helloPort) }, `http://127.0.0.1:${helloPort}/`);
 
 interface Figures { rps: number; p50: number; p99: number; errors: number; non2xx: number }

@@ -14,9 +14,13 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts a node entry point (TypeScript through tsx) and waits for `readyUrl` to answer 200. */
+/**
+ * Starts a node entry point and waits for `readyUrl` to answer 200: compiled
+ * JavaScript (`dist/...js`, what `npm start` runs) as is, TypeScript through tsx.
+ */
 export async function startProcess(entry: string, env: Record<string, string>, readyUrl: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const args = entry.endsWith('.ts') ? ['--import', 'tsx', entry] : [entry];
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}`);

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { RateLimiter } from '../../src/lib/rateLimiter.js';
 import { startApi } from '../../src/server.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
@@ -78,5 +79,39 @@ describe('rate limit: per API key, shared by every API process through Redis', (
       await api.close();
       await dead.close();
     }
+  });
+});
+
+describe('rate limit under load: reservations (src/lib/rateLimiter.ts)', () => {
+  it('a busy key reserves small batches, so a flood costs Redis a few calls, and two processes together never exceed the limit', async () => {
+    // two limiters = two API processes sharing one Redis key; 1,000 per minute, so 1 % = 10 per reservation
+    const key = `lease-${Date.now()}`;
+    const a = new RateLimiter(deps.redis, 1000);
+    const b = new RateLimiter(deps.redis, 1000);
+    const started = Date.now();
+    const decisions = await Promise.all(Array.from({ length: 1200 }, (_, i) => (i % 2 ? a : b).take(key)));
+    const seconds = (Date.now() - started) / 1000;
+    const allowed = decisions.filter((d) => d.allowed).length;
+    // never more than the allowance plus what refilled meanwhile (1,000 per minute)
+    expect(allowed).toBeLessThanOrEqual(1000 + Math.ceil((seconds * 1000) / 60));
+    // at most one unused reservation per process is lost at the very end
+    expect(allowed).toBeGreaterThanOrEqual(1000 - 2 * 10);
+    // plain GCRA would have made 1,200 calls
+    expect(a.redisCalls + b.redisCalls).toBeLessThan(300);
+    // a refusal is remembered until GCRA allows again: more requests now cost Redis nothing
+    const calls = a.redisCalls;
+    const denied = await Promise.all(Array.from({ length: 50 }, () => a.take(key)));
+    expect(denied.every((d) => !d.allowed && d.retryAfterMs > 0)).toBe(true);
+    expect(a.redisCalls).toBe(calls);
+  });
+
+  it('a quiet key costs one Redis call per request and gets exactly the limit', async () => {
+    const key = `quiet-${Date.now()}`;
+    const limiter = new RateLimiter(deps.redis, 600); // 1 % = 6, but a quiet key reserves one at a time
+    const first = await limiter.take(key);
+    expect(first).toMatchObject({ allowed: true, remaining: 599 });
+    await new Promise((r) => setTimeout(r, 1100)); // quiet: the next request reserves one again
+    expect(await limiter.take(key)).toMatchObject({ allowed: true });
+    expect(limiter.redisCalls).toBe(2);
   });
 });
