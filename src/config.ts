@@ -55,6 +55,8 @@ export const ConfigSchema = z.object({
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
   WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
   // Board (docs/board.md)
+  BOARD_COMMIT_MAX_LESSONS: z.coerce.number().int().min(1).max(1000).default(100),
+  BOARD_COMMIT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
   BOARD_PREVIEW_DEBOUNCE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
   BOARD_PREVIEW_MIN_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   BOARD_PREVIEW_WIDTH: z.coerce.number().int().min(64).max(2048).default(800),

@@ -70,8 +70,8 @@ export class BoardService {
   ) {
     this.opts = {
       maxBatch: opts.maxBatch ?? 200,
-      maxLessons: opts.maxLessons ?? 100,
-      commitConcurrency: opts.commitConcurrency ?? 2,
+      maxLessons: opts.maxLessons ?? deps.config.BOARD_COMMIT_MAX_LESSONS,
+      commitConcurrency: opts.commitConcurrency ?? deps.config.BOARD_COMMIT_CONCURRENCY,
       gapMs: opts.gapMs ?? deps.config.BOARD_RELAY_GAP_MS,
       previewDebounceMs: opts.previewDebounceMs ?? deps.config.BOARD_PREVIEW_DEBOUNCE_MS,
       previewMinIntervalMs: opts.previewMinIntervalMs ?? deps.config.BOARD_PREVIEW_MIN_INTERVAL_MS,
