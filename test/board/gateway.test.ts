@@ -3,7 +3,9 @@ import { ServerMessages, WelcomeExtras } from '../../src/board/protocol.js';
 import { BoardService } from '../../src/board/service.js';
 import { makeDeps } from '../helpers/deps.js';
 import { TestClient, join, type Received } from '../realtime/helpers/client.js';
-import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
+import { lessonWithLinks, linkFor } from '../realtime/helpers/fixtures.js';
+import { createLesson } from '../../src/domain/lessons.js';
+import { partnerFactory } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { spawnGateway } from '../realtime/helpers/processes.js';
 import { rect, stroke, text } from './factories.js';
@@ -145,6 +147,75 @@ describe('board operations through the gateway', () => {
     expect(JSON.stringify(state).length).toBeGreaterThan(1_000_000);
     expect(s.ws.readyState).toBe(s.ws.OPEN);
     await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('reconnection', () => {
+  it('a page that lost its socket reconnects (to another node), gets exactly what it missed with board.sync since its seq, sends what it drew offline, and follows on', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const sLink = await f.link('s');
+    let s = await join(a.wsUrl(sLink));
+    const tMine = new Map<string, unknown>();
+    sendOp(t, tMine, 't1', { type: 'element.add', elements: [rect('before'), rect('gone', { z: 'a5' })] });
+    await s.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 1), 'seq 1');
+    const last = 1;
+    s.ws.terminate(); // the network drops: no close handshake
+    await s.closed;
+    // meanwhile the board moves on
+    sendOp(t, tMine, 't2', { type: 'element.update', elements: [rect('before', { x: 300 })] });
+    sendOp(t, tMine, 't3', { type: 'element.delete', ids: ['gone'] });
+    sendOp(t, tMine, 't4', { type: 'element.add', elements: [stroke('while-away')] });
+    await answered(t, 't4');
+
+    s = await join(b.wsUrl(sLink));
+    s.send({ type: 'board.sync', since: last });
+    const delta = ServerMessages['board.state'].parse(await s.waitType('board.state'));
+    expect(delta).toMatchObject({ seq: 4, full: false, deleted_ids: ['gone'] });
+    expect(delta.elements.map((e) => [e.id, e.x])).toEqual([['before', 300], ['while-away', 0]]);
+    // what the page drew while offline: sent again after the sync, acknowledged in order
+    const sMine = new Map<string, unknown>();
+    sendOp(s, sMine, 'offline-1', { type: 'element.add', elements: [text('offline', 'drawn offline')] });
+    expect(await answered(s, 'offline-1')).toMatchObject({ type: 'board.ack', seq: 5 });
+    // sending it again (its ack lost) changes nothing: the id exists
+    sendOp(s, sMine, 'offline-1b', { type: 'element.add', elements: [text('offline', 'drawn offline')] });
+    expect(await answered(s, 'offline-1b')).toMatchObject({ type: 'board.reject', code: 'conflict' });
+    // and it follows the live stream from there
+    sendOp(t, tMine, 't6', { type: 'element.add', elements: [rect('after')] });
+    const next = await s.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 6), 'seq 6');
+    expect(next.ops.map((o: { seq: number }) => o.seq)).toEqual([6]);
+    await t.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 5), 'seq 5 at the teacher');
+    await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('subject modes', () => {
+  it('tells every page the subject mode of its lesson, and formulas and vectors travel and are stored like any element', async () => {
+    const { partner } = await partnerFactory(sql);
+    const lessons = Object.fromEntries(
+      await Promise.all((['generic', 'math', 'physics'] as const).map(async (m) => [m, await createLesson(sql, partner, { title: m, subject_mode: m }, new Date())] as const)),
+    );
+    for (const [mode, l] of Object.entries(lessons)) {
+      const c = await join(b.wsUrl(await linkFor(sql, partner, l, 'u1')));
+      expect(c.of('welcome')[0].lesson).toMatchObject({ id: l.id, subject_mode: mode });
+      await c.close();
+    }
+    const base = { page_id: 'page-1', z: 'a0', x: 40, y: 40, angle: 0, style: rect('x').style, locked: false };
+    const formula = { ...base, id: 'f1', type: 'formula', latex: 'x_{1,2} = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}', font_size: 24, width: 240, height: 60 };
+    const vector = { ...base, id: 'v1', type: 'vector', dx: 120, dy: -40, label: 'F', magnitude: 10, unit: 'N' };
+    for (const [mode, el] of [['math', formula], ['physics', vector]] as const) {
+      const l = lessons[mode];
+      const t = await join(a.wsUrl(await linkFor(sql, partner, l, 't', { role: 'teacher' })));
+      const s = await join(b.wsUrl(await linkFor(sql, partner, l, 's')));
+      const mine = new Map<string, unknown>();
+      sendOp(t, mine, 'r1', { type: 'element.add', elements: [el] });
+      expect(await answered(t, 'r1')).toMatchObject({ type: 'board.ack', seq: 1 });
+      const got = await s.waitType('board.ops');
+      expect(got.ops[0].op.elements[0]).toEqual(el);
+      s.send({ type: 'board.sync', since: 0 });
+      expect((await s.waitType('board.state')).elements).toEqual([el]);
+      await Promise.all([t.close(), s.close()]);
+    }
   });
 });
 
@@ -298,6 +369,12 @@ describe('teacher rights', () => {
     expect(stateOf(o, sid).mic).toBe(false); // the gateway never turns a microphone on
     s.send({ type: 'media.state', camera: true, mic: true });
     await until(() => stateOf(o, sid)?.mic === true);
+
+    // the camera alone
+    t.send({ type: 'teacher.mute', participant_id: sid, camera: true });
+    await s.waitFor((m) => m.type === 'muted' && m.camera === true, 'camera muted');
+    await until(() => stateOf(o, sid)?.camera === false);
+    expect(stateOf(o, sid)).toMatchObject({ camera: false, camera_blocked: true, mic: true, mic_blocked: false });
     await Promise.all([t, s, o, t2, late].map((c) => c.close()));
   }, 30_000);
 });
