@@ -60,6 +60,9 @@ export class BoardService {
   private readonly previewTimers = new Map<string, NodeJS.Timeout>();
   /** when this node last rendered each lesson's preview (ms, monotonic); entries go with the timer */
   private readonly previewRenderedAt = new Map<string, number>();
+  /** lessons whose background render is due, oldest first; rendered one at a time (see renderNext) */
+  private readonly renderQueue = new Set<string>();
+  private rendering: Promise<void> | null = null;
   private readonly sub: Redis;
   private readonly log: Deps['log'];
   private closed = false;
@@ -207,7 +210,7 @@ export class BoardService {
     const t = setTimeout(() => {
       this.previewTimers.delete(lessonId);
       this.previewRenderedAt.set(lessonId, performance.now());
-      this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lessonId, err: err.message }, 'preview render failed'));
+      this.renderSoon(lessonId);
       // forget the lesson once a further interval passed without a change
       const forget = setTimeout(() => {
         if (!this.previewTimers.has(lessonId)) this.previewRenderedAt.delete(lessonId);
@@ -229,17 +232,41 @@ export class BoardService {
     clearTimeout(t);
     this.previewTimers.delete(lessonId);
     this.previewRenderedAt.set(lessonId, performance.now());
-    this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lessonId, err: err.message }, 'preview render failed'));
+    this.renderSoon(lessonId);
+  }
+
+  /**
+   * Background renders go through one queue per node, one at a time: when a
+   * thousand lessons pause at once (lessons start on the hour), their renders
+   * (~8 ms of CPU each for a small board, on the thread pool) take at most one
+   * core for a while instead of every core at once, which would hold up the
+   * board operations and everything else of the node. A partner's read never
+   * waits for this queue: it renders a stale picture itself.
+   */
+  private renderSoon(lessonId: string): void {
+    this.renderQueue.add(lessonId);
+    this.rendering ??= this.renderNext();
+  }
+
+  private async renderNext(): Promise<void> {
+    for (const lessonId of this.renderQueue) {
+      this.renderQueue.delete(lessonId);
+      await this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lessonId, err: err.message }, 'preview render failed'));
+    }
+    this.rendering = null;
   }
 
   /** Stops: waits for queued operations, renders pending previews, drops subscriptions. */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.rooms.values()].map((r) => r.settled()));
-    const pending = [...this.previewTimers.keys()];
-    for (const t of this.previewTimers.values()) clearTimeout(t);
+    for (const [id, t] of this.previewTimers) {
+      clearTimeout(t);
+      this.renderQueue.add(id);
+    }
     this.previewTimers.clear();
-    await Promise.allSettled(pending.map((id) => this.previews.refresh(id)));
+    this.rendering ??= this.renderNext();
+    await this.rendering;
     for (const f of this.feeds.values()) f.feed.close();
     this.feeds.clear();
     this.sub.disconnect();
