@@ -172,3 +172,22 @@ describe('group commit across lessons (BoardStore.commitLessons, BoardCommitter)
     expect(n).toBeLessThan(10);
   });
 });
+
+describe('background previews', () => {
+  it('renders the lessons left at once one after the other until all are current, and close() renders what is still pending', async () => {
+    const node = startNode({ previewDebounceMs: 60_000 });
+    const lessons = await Promise.all(Array.from({ length: 6 }, () => newLesson(node.deps.sql)));
+    for (const l of lessons) await node.board.submit(l.id, { type: 'element.add', elements: [rect('a'), stroke('b')] }, student);
+    const previewSeqs = async () => {
+      // nodeA's pool: `node` closes its own below
+      const rows = await nodeA.deps.sql<{ lesson_id: string; seq: number }[]>`SELECT lesson_id, seq FROM board_previews WHERE lesson_id = ANY(${lessons.map((l) => l.id)}::text[])`;
+      return lessons.map((l) => Number(rows.find((r) => r.lesson_id === l.id)?.seq ?? 0));
+    };
+    expect(await previewSeqs()).toEqual([0, 0, 0, 0, 0, 0]); // the debounce is a minute
+    for (const l of lessons.slice(0, 4)) node.board.lessonLeft(l.id);
+    await until(async () => (await previewSeqs()).slice(0, 4).every((s) => s === 1), 10_000);
+    expect((await previewSeqs()).slice(4)).toEqual([0, 0]);
+    await node.close();
+    expect(await previewSeqs()).toEqual([1, 1, 1, 1, 1, 1]);
+  });
+});
