@@ -62,7 +62,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
             clearTimeout(timer);
             resolve(j.port);
           }
-          if ((j.level ?? 0) >= 50) process.stderr.write(`[gateway] ${line}\n`);
+          if ((j.level ?? 0) >= 40) process.stderr.write(`[gateway] ${line}\n`);
         } catch {
           /* not JSON */
         }
@@ -103,6 +103,8 @@ async function connectAll(urls: { url: string; lesson: number }[], parallel: num
       const c: Client = { ws, lessonIndex: urls[i].lesson };
       await new Promise<void>((resolve, reject) => {
         ws.once('error', reject);
+        // a connection the gateway closes before welcome must end the run, not hang it
+        ws.once('close', (code, reason) => reject(new Error(`participant ${i} closed before welcome: ${code} ${reason.toString()}`)));
         ws.on('message', (data) => {
           const text = data.toString();
           if (text.startsWith('{"type":"welcome"') || text.includes('"type":"welcome"')) resolve();

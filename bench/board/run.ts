@@ -211,8 +211,13 @@ async function sequencing(deps: Deps, board: BoardService, partner: Partner): Pr
     console.log(`  this process's CPU: ${(((cpu.user + cpu.system) / 1e6 / ops) * 1000).toFixed(3)} s per 1,000 operations`);
 }
 
-/** Committed transactions of the bench database so far (pg_stat_database). */
+/**
+ * Committed transactions of the bench database so far (pg_stat_database),
+ * after waiting for every backend to report: Postgres 15 flushes a backend's
+ * counts at most once a second, else when it has been idle for 10 s.
+ */
 async function xactCommit(deps: Deps): Promise<number> {
+  await new Promise((r) => setTimeout(r, 11_000));
   await deps.sql`SELECT pg_stat_clear_snapshot()`;
   const [r] = await deps.sql<{ n: number }[]>`SELECT xact_commit::int8 AS n FROM pg_stat_database WHERE datname = current_database()`;
   return r.n;
