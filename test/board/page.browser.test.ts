@@ -125,6 +125,8 @@ describe('the participant page in Chromium, served by the gateway', () => {
     expect(preview.headers.get('content-type')).toBe('image/png');
     const png = Buffer.from(await preview.arrayBuffer());
     expect(png.subarray(1, 4).toString()).toBe('PNG');
+    // the picture shows the board as the snapshot has it (the ETag is the board seq it was rendered from)
+    expect(preview.headers.get('etag')).toBe(`"${snap.body.seq}"`);
     writeFileSync(path.join(ARTIFACTS, 'preview-math.png'), png);
 
     // chat both ways, participants with roles
@@ -188,12 +190,31 @@ describe('the participant page in Chromium, served by the gateway', () => {
     const a = await open(teacher.url);
     const b = await open(student.url);
     for (const pg of [a, b]) {
+      // the peer connection is connected and the other person's (fake) camera is playing
+      await pg.locator('.tile:not(.self)[data-peer-state=connected]').waitFor({ timeout: 60_000 });
       await pg.waitForFunction(
         () => [...document.querySelectorAll<HTMLVideoElement>('.tile:not(.self) video')].some((v) => v.videoWidth > 0 && v.readyState >= 2),
         null,
         { timeout: 60_000 },
       );
     }
+    // the whole lesson in one picture (the README's): a drawing, chat, participants and the call
+    await drawStroke(a, [260, 320], 320);
+    await waitElements(b, 1);
+    await a.locator('[data-testid=tool-vector]').click();
+    const vec = a.getByRole('dialog', { name: 'Vector' });
+    await vec.getByLabel('Magnitude').fill('10');
+    await vec.getByRole('button', { name: 'Insert' }).click();
+    await waitElements(b, 2);
+    await a.keyboard.press('Escape'); // deselect the new vector: a clean picture
+    await b.getByLabel('Message').fill('Is the force on the block 10 N?');
+    await b.getByRole('button', { name: 'Send', exact: true }).click();
+    await a.getByText('Is the force on the block 10 N?').waitFor();
+    await a.getByLabel('Message').fill('Yes: F = m·a = 2 kg × 5 m/s²');
+    await a.getByRole('button', { name: 'Send', exact: true }).click();
+    await b.getByText('Yes: F = m·a = 2 kg × 5 m/s²').waitFor();
+    await a.locator('[data-testid="toolbar-selection"]').click({ force: true }); // no pen style panel in the picture
+    await a.screenshot({ path: path.join(ARTIFACTS, 'lesson.png') });
     // the student's microphone is on and heard by the teacher's page
     await b.locator('[data-testid=toggle-mic]', { hasText: 'Mic on' }).waitFor();
     await a.waitForFunction(() => document.querySelector<HTMLVideoElement>('.tile:not(.self) video')?.muted === false, null, { timeout: 10_000 });
@@ -240,6 +261,7 @@ describe('the participant page in Chromium, served by the gateway', () => {
     res = await page.goto(expired.url);
     expect(res?.status()).toBe(401);
     await page.getByRole('heading', { name: 'This link has expired' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'link-expired.png') });
 
     const live = await issueLink(gw.deps.sql, { partner: p.partner, lesson, input: { user: { id: 'x', name: 'X', role: 'student' }, ttl_minutes: 15 }, embedBaseUrl: origin, at: new Date() });
     expect((await api.request('DELETE', `/lessons/${lesson.id}`, { key: p.apiKey })).status).toBeLessThan(300);
@@ -247,6 +269,7 @@ describe('the participant page in Chromium, served by the gateway', () => {
     res = await page.goto(live.url);
     expect(res?.status()).toBe(410);
     await page.getByRole('heading', { name: 'This lesson has ended' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'link-archived.png') });
     await ctx.close();
   }, 60_000);
 

@@ -3,13 +3,13 @@ import type { Participant } from '../App.js';
 import type { Call } from '../rtc/call.js';
 import { CameraIcon, MicIcon } from './icons.js';
 
-function Tile({ stream, name, muted, self, camera }: { stream: MediaStream | null; name: string; muted: boolean; self?: boolean; camera: boolean }) {
+function Tile({ stream, name, muted, self, camera, state }: { stream: MediaStream | null; name: string; muted: boolean; self?: boolean; camera: boolean; state?: RTCPeerConnectionState }) {
   const ref = useRef<HTMLVideoElement>(null);
   useEffect(() => {
     if (ref.current && ref.current.srcObject !== stream) ref.current.srcObject = stream;
   }, [stream]);
   return (
-    <figure className={`tile${self ? ' self' : ''}`}>
+    <figure className={`tile${self ? ' self' : ''}`} data-peer-state={state}>
       <video ref={ref} autoPlay playsInline muted={muted} />
       {(!stream || !camera) && <div className="tile-off">{name.slice(0, 1).toUpperCase()}</div>}
       <figcaption>{name}{self ? ' (you)' : ''}</figcaption>
@@ -30,7 +30,7 @@ export function VideoTiles({ call, me, participants, changed }: { call: Call; me
       <div className="tiles">
         <Tile stream={call.local} name={me.name} muted self camera={call.camera} />
         {call.peers().map((p) => (
-          <Tile key={p.id} stream={p.stream} name={byId.get(p.id)?.name ?? '…'} muted={!byId.get(p.id)?.mic} camera={!!byId.get(p.id)?.camera} />
+          <Tile key={p.id} stream={p.stream} name={byId.get(p.id)?.name ?? '…'} muted={!byId.get(p.id)?.mic} camera={!!byId.get(p.id)?.camera} state={p.state} />
         ))}
       </div>
       <div className="call-controls">
