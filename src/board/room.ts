@@ -104,7 +104,14 @@ export class BoardCommitter {
 
   constructor(
     private readonly store: BoardStore,
-    private readonly opts: { maxBatch: number; maxLessons: number; concurrency: number; now: () => Date },
+    private readonly opts: {
+      maxBatch: number;
+      maxLessons: number;
+      concurrency: number;
+      now: () => Date;
+      /** a transaction that failed for good (its operations are refused with `unavailable`) */
+      onFailure?: (err: unknown, lessons: number, attempts: number) => void;
+    },
   ) {}
 
   ready(room: BoardRoom): void {
@@ -132,14 +139,17 @@ export class BoardCommitter {
 
   private async commit(batches: { room: BoardRoom; items: Pending[] }[]): Promise<void> {
     let results: Map<string, BatchResult[]> | null = null;
-    for (let attempt = 0; attempt < 3 && !results; attempt++) {
+    for (let attempt = 1; attempt <= 3 && !results; attempt++) {
       try {
         results = await this.store.commitLessons(
           batches.map((b) => ({ lessonId: b.room.lessonId, items: b.items })),
           this.opts.now(),
         );
       } catch (err) {
-        if (!RETRYABLE.has((err as { code?: string }).code ?? '')) break;
+        if (attempt === 3 || !RETRYABLE.has((err as { code?: string }).code ?? '')) {
+          this.opts.onFailure?.(err, batches.length, attempt);
+          break;
+        }
       }
     }
     for (const b of batches) b.room.done(b.items, results?.get(b.room.lessonId) ?? null);

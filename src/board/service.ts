@@ -87,6 +87,8 @@ export class BoardService {
       maxLessons: this.opts.maxLessons,
       concurrency: this.opts.commitConcurrency,
       now: () => this.deps.clock.now(),
+      onFailure: (err, lessons, attempts) =>
+        this.log.error({ err: (err as Error).message, code: (err as { code?: string }).code, lessons, attempts }, 'board commit failed: operations refused as unavailable'),
     });
     this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth);
     this.sub = deps.redis.duplicate();
