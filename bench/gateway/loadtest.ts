@@ -2,6 +2,7 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
@@ -24,7 +25,9 @@ import { Histogram } from './histogram.js';
  *
  * Prints connections held, join latency (upgrade request to welcome) p50/p99,
  * cursor fan-out latency p50/p99, errors, server RSS and CPU seconds (total
- * and per 1,000 cursor messages), and the largest billing error: every
+ * and per 1,000 cursor messages, raw and net of the server's idle rate measured
+ * over --idle seconds with every connection held and nobody sending: pings,
+ * leases, the metering flush), and the largest billing error: every
  * lesson's billed_seconds against the time two or more of its participants
  * were really connected, as the workers measured it.
  */
@@ -40,6 +43,8 @@ const { values: a } = parseArgs({
     target: { type: 'string', default: 'both' }, // gateway | ws | uws | both (gateway + ws) | all
     'per-address': { type: 'string', default: '200' },
     'keep-db': { type: 'boolean', default: false },
+    // seconds of holding every connection with no traffic, to measure the server's idle CPU rate
+    idle: { type: 'string', default: '5' },
     // the lesson features (board, call, chat) of the participant UI: on (as deployed) or off (the gateway core)
     features: { type: 'string', default: 'on' },
   },
@@ -50,6 +55,7 @@ const JOIN_RATE = Number(a['join-rate']);
 const CURSOR_RATE = Number(a['cursor-rate']);
 const HOLD = Number(a.hold);
 const W = Number(a.workers);
+const IDLE = Number(a.idle);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BASE_DB = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
@@ -188,6 +194,10 @@ interface Result {
   cpuSeconds: number;
   cpuCursorSeconds: number;
   cpuPer1000: number;
+  /** CPU s per second while every connection is held and nobody sends (pings, leases, metering flush) */
+  idleCpuPerSecond: number;
+  /** cpuPer1000 without the idle rate over the cursor phase */
+  cpuPer1000Net: number;
   billing?: { lessons: number; maxErrorSeconds: number; over1s: number; maxOutsideWindowSeconds: number };
 }
 
@@ -233,9 +243,10 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
     let peak = 0;
     const timer = setInterval(() => (peak = Math.max(peak, usage(pid).rssMb)), 250);
     const before = usage(pid).cpu;
+    const t = performance.now();
     const replies = await Promise.all(workers.map((w) => (w.send({ cmd }), next(w, ev))));
     clearInterval(timer);
-    return { replies, cpu: usage(pid).cpu - before, peak: Math.max(peak, usage(pid).rssMb) };
+    return { replies, cpu: usage(pid).cpu - before, seconds: (performance.now() - t) / 1000, peak: Math.max(peak, usage(pid).rssMb) };
   };
   const cpu0 = usage(pid).cpu;
 
@@ -244,6 +255,11 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
   const held = joined.replies.reduce((s, r) => s + r.held, 0);
   const rssHeld = usage(pid).rssMb;
   await new Promise((r) => setTimeout(r, 2000));
+  // the server's cost of holding the connections with nobody sending (pings, leases, metering flush)
+  const idle0 = usage(pid).cpu;
+  const idleT = performance.now();
+  await new Promise((r) => setTimeout(r, IDLE * 1000));
+  const idleCpuPerSecond = IDLE > 0 ? (usage(pid).cpu - idle0) / ((performance.now() - idleT) / 1000) : 0;
   log(`${target}: holding ${held}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
   const cursored = await phase('cursor', 'cursored');
   log(`${target}: closing`);
@@ -274,6 +290,8 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
     cpuSeconds: cpuTotal,
     cpuCursorSeconds: cursored.cpu,
     cpuPer1000: (cursored.cpu / sent) * 1000,
+    idleCpuPerSecond,
+    cpuPer1000Net: (Math.max(0, cursored.cpu - idleCpuPerSecond * cursored.seconds) / sent) * 1000,
   };
   if (target === 'gateway') {
     const together: Record<string, number> = Object.assign({}, ...closed.replies.map((r) => r.together));
@@ -365,6 +383,8 @@ try {
     ['server RSS holding / peak (MB)', (r) => `${fmt(r.rssMb, 0)} / ${fmt(r.rssPeakMb, 0)}`],
     ['server CPU s (whole run / cursor phase)', (r) => `${fmt(r.cpuSeconds)} / ${fmt(r.cpuCursorSeconds)}`],
     ['server CPU s per 1,000 cursor messages', (r) => fmt(r.cpuPer1000, 4)],
+    ['server CPU s per second idle (all held, nobody sending)', (r) => fmt(r.idleCpuPerSecond, 4)],
+    ['server CPU s per 1,000 cursor messages, net of idle', (r) => fmt(r.cpuPer1000Net, 4)],
     ['billing: largest error (s), lessons > 1 s', (r) => (r.billing ? `${r.billing.maxErrorSeconds} , ${r.billing.over1s} of ${r.billing.lessons}` : '-')],
     ['billing: largest error outside the join-latency window (s)', (r) => (r.billing ? `${r.billing.maxOutsideWindowSeconds}` : '-')],
   ];
@@ -372,7 +392,9 @@ try {
   for (const [name, f] of rows) out.push(`| ${name} | ${results.map(f).join(' | ')} |`);
   const g = results.find((r) => r.target === 'gateway');
   const b = results.find((r) => r.target === 'ws');
-  if (g && b) out.push(`\ngateway CPU per message / ws baseline: ${fmt(g.cpuPer1000 / b.cpuPer1000, 3)}`);
+  if (g && b) out.push(`\ngateway CPU per message / ws baseline: ${fmt(g.cpuPer1000 / b.cpuPer1000, 3)} (net of idle: ${fmt(g.cpuPer1000Net / b.cpuPer1000Net, 3)})`);
+  const u = results.find((r) => r.target === 'uws');
+  if (u && b) out.push(`uws CPU per message / ws baseline: ${fmt(u.cpuPer1000 / b.cpuPer1000, 3)} (net of idle: ${fmt(u.cpuPer1000Net / b.cpuPer1000Net, 3)})`);
   process.stdout.write(`${out.join('\n')}\n\n${JSON.stringify({ params: { N, M, JOIN_RATE, CURSOR_RATE, HOLD, W, features: a.features }, results })}\n`);
 } finally {
   await cleanup();
