@@ -2,7 +2,8 @@ import type { Deps } from '../../src/deps.js';
 import type { Logger } from '../../src/logger.js';
 import { recordMeteredTime, recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/charge.js';
 import { finishSession, saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
-import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
+import { endSession, ensureSessionsStarted, type SessionStartInput, type SessionStartResult } from '../../src/metering/sessions.js';
+import { Batcher } from '../lib/Batcher.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../lib/Limiter.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
@@ -11,6 +12,14 @@ import { meteredSeconds } from '../presence/RedisPresence.js';
 
 /** Sessions charged per flush transaction. */
 const FLUSH_BATCH = 500;
+/**
+ * Session starts of many lessons share one transaction: a class arriving
+ * starts hundreds of sessions a second, each about ten round trips alone.
+ * Collected for START_BATCH_MS (the start time is the moment Redis decided,
+ * not the moment of the write, so the wait changes no figure).
+ */
+const START_BATCH_MS = 5;
+const START_BATCH_MAX = 200;
 /**
  * Every effect is idempotent (start, watermark charge, end, seq-ordered
  * snapshot), so a failed one (a lost connection, a lock timeout) is simply
@@ -33,6 +42,7 @@ export class Meter {
   /** lesson id -> the seq and time of the last snapshot this node wrote */
   private readonly snapshotted = new Map<string, { seq: number; at: number }>();
   private readonly snapshots: SnapshotWriter;
+  private readonly starts: Batcher<SessionStartInput, SessionStartResult | undefined>;
 
   constructor(
     private readonly deps: Deps,
@@ -42,6 +52,10 @@ export class Meter {
   ) {
     this.log = deps.log.child({ component: 'meter' });
     this.snapshots = new SnapshotWriter(deps.sql);
+    this.starts = new Batcher((inputs) => ensureSessionsStarted(deps.sql, inputs, { skipArchived: true }), {
+      delayMs: START_BATCH_MS,
+      max: START_BATCH_MAX,
+    });
     this.queue = new KeyedQueue((err, lessonId) => this.log.error({ err, lesson_id: lessonId }, 'meter effect failed'));
   }
 
@@ -121,8 +135,9 @@ export class Meter {
     this.snapshotted.delete(lessonId);
   }
 
-  idle(): Promise<void> {
-    return this.queue.idle();
+  async idle(): Promise<void> {
+    await this.queue.idle();
+    await this.starts.idle();
   }
 
   private async applyNow(lessonId: string, m: MeterState, change: Change, now: number): Promise<void> {
@@ -149,9 +164,10 @@ export class Meter {
   }
 
   private async start(lessonId: string, startAt: number, people: number, now: number) {
-    const [lesson] = await this.deps.sql<{ archived_at: Date | null }[]>`SELECT archived_at FROM lessons WHERE id = ${lessonId}`;
-    if (!lesson || lesson.archived_at) return undefined;
-    const { session, started } = await ensureSessionStarted(this.deps.sql, { lessonId, at: new Date(startAt), people });
+    // undefined: the lesson was deleted (checked under its lock): no session
+    const r = await this.starts.add({ lessonId, at: new Date(startAt), people });
+    if (!r) return undefined;
+    const { session, started } = r;
     // Adopting a session that was already running (another node, or Redis lost
     // its meter): the watermark continues from what it has metered.
     const base = started ? 0 : session.seconds * 1000;

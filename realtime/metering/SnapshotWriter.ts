@@ -1,5 +1,6 @@
 import type { Sql } from '../../src/db/index.js';
 import { saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
+import { Batcher } from '../lib/Batcher.js';
 
 const BATCH_MS = 10;
 const BATCH_MAX = 500;
@@ -12,27 +13,19 @@ const BATCH_MAX = 500;
  * seq-ordered in the table, so batching cannot reorder a lesson's states.
  */
 export class SnapshotWriter {
-  private pending: { snap: MeterSnapshot; done: () => void; fail: (err: unknown) => void }[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private readonly batcher: Batcher<MeterSnapshot>;
 
-  constructor(private readonly sql: Sql) {}
-
-  add(snap: MeterSnapshot): Promise<void> {
-    return new Promise((done, fail) => {
-      this.pending.push({ snap, done, fail });
-      if (this.pending.length >= BATCH_MAX) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), BATCH_MS);
-    });
+  constructor(sql: Sql) {
+    this.batcher = new Batcher<MeterSnapshot, void>(
+      async (snaps) => {
+        await saveMeterSnapshots(sql, snaps);
+        return snaps.map((): void => undefined);
+      },
+      { delayMs: BATCH_MS, max: BATCH_MAX, concurrency: 4 },
+    );
   }
 
-  private flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.pending.splice(0);
-    if (batch.length === 0) return;
-    saveMeterSnapshots(this.sql, batch.map((b) => b.snap)).then(
-      () => batch.forEach((b) => b.done()),
-      (err) => batch.forEach((b) => b.fail(err)),
-    );
+  add(snap: MeterSnapshot): Promise<void> {
+    return this.batcher.add(snap);
   }
 }

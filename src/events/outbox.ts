@@ -17,13 +17,17 @@ export interface OutboxEvent {
   created_at: Date;
 }
 
+/** An event to record (recordEvents). */
+export interface NewEvent {
+  partnerId: string;
+  type: EventType;
+  data: Record<string, unknown>;
+  at: Date;
+}
+
 /**
  * Records an event in the outbox. Call it inside the transaction that makes the
  * state change the event describes, so both commit or neither does.
- *
- * The per-partner transaction lock makes a partner's event ids commit in id
- * order: a reader paging with `after=<id>` never skips an event that commits
- * late with a smaller id. After commit, `NOTIFY events_new` wakes dispatchers.
  */
 export async function recordEvent(
   tx: Db,
@@ -32,12 +36,34 @@ export async function recordEvent(
   data: Record<string, unknown>,
   at: Date,
 ): Promise<OutboxEvent> {
-  await tx`SELECT pg_advisory_xact_lock(7243002, hashtext(${partnerId}))`;
-  const [row] = await tx<OutboxEvent[]>`
-    INSERT INTO events (partner_id, type, data, created_at)
-    VALUES (${partnerId}, ${type}, ${tx.json(data as never)}, ${at})
-    RETURNING id, partner_id, type, data, created_at`;
-  // NOTIFY is transactional: listeners hear it only if the transaction commits.
-  await tx`SELECT pg_notify('events_new', ${String(row.id)})`;
+  const [row] = await recordEvents(tx, [{ partnerId, type, data, at }]);
   return row;
+}
+
+/**
+ * Records events in the outbox in one insert, ids in the order given (the
+ * gateway's batched session starts). Same transaction rule as recordEvent.
+ *
+ * The per-partner transaction lock makes a partner's event ids commit in id
+ * order: a reader paging with `after=<id>` never skips an event that commits
+ * late with a smaller id. The locks are taken in sorted partner order, so two
+ * batches never deadlock on them. After commit, `NOTIFY events_new` wakes
+ * dispatchers.
+ */
+export async function recordEvents(tx: Db, events: NewEvent[]): Promise<OutboxEvent[]> {
+  if (events.length === 0) return [];
+  const partners = [...new Set(events.map((e) => e.partnerId))].sort();
+  if (partners.length === 1) await tx`SELECT pg_advisory_xact_lock(7243002, hashtext(${partners[0]}))`;
+  else await tx`SELECT pg_advisory_xact_lock(7243002, hashtext(p)) FROM unnest(${partners}::text[]) WITH ORDINALITY AS x(p, n) ORDER BY n`;
+  const rows = await tx<OutboxEvent[]>`
+    INSERT INTO events (partner_id, type, data, created_at)
+    SELECT p, t, d::jsonb, c FROM unnest(${events.map((e) => e.partnerId)}::text[], ${events.map((e) => e.type)}::text[],
+                                  ${events.map((e) => JSON.stringify(e.data))}::text[], ${events.map((e) => e.at.toISOString())}::timestamptz[])
+                           WITH ORDINALITY AS x(p, t, d, c, n)
+    ORDER BY n
+    RETURNING id, partner_id, type, data, created_at`;
+  rows.sort((a, b) => a.id - b.id);
+  // NOTIFY is transactional: listeners hear it only if the transaction commits.
+  await tx`SELECT pg_notify('events_new', ${String(rows[rows.length - 1].id)})`;
+  return rows;
 }

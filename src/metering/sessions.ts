@@ -1,5 +1,5 @@
 import type { Db, Sql } from '../db/index.js';
-import { recordEvent } from '../events/outbox.js';
+import { recordEvent, recordEvents } from '../events/outbox.js';
 import { secondsToWholeMinutes } from '../domain/ledger.js';
 import { lockLessonOfSession } from './charge.js';
 
@@ -26,45 +26,113 @@ export async function getRunningSession(db: Db, lessonId: string): Promise<Sessi
   return s;
 }
 
+export interface SessionStartInput {
+  lessonId: string;
+  at: Date;
+  people: number;
+}
+
+export interface SessionStartResult {
+  session: Session;
+  started: boolean;
+}
+
 /**
  * Two or more people are present: make sure a session is running. Creates it
  * (lessons.started_at set, ended_at cleared, `lesson.started` recorded) only
  * when none runs; the partial unique index sessions_one_running makes a
  * concurrent second start a no-op, so two gateway nodes never both start one.
  */
-export async function ensureSessionStarted(
+export async function ensureSessionStarted(sql: Sql, input: SessionStartInput): Promise<SessionStartResult> {
+  const [r] = await ensureSessionsStarted(sql, [input]);
+  if (!r) throw new Error(`lesson ${input.lessonId} not found`);
+  return r;
+}
+
+/**
+ * ensureSessionStarted for many lessons in one transaction (the gateway
+ * batches the starts of a burst of arrivals): the statements are the same
+ * for 1 or 200 lessons. One result per input, in order: undefined for a
+ * lesson that does not exist, or is archived when `skipArchived` (a deleted
+ * lesson never starts a session; the check is under the lesson's lock).
+ * A lesson given twice starts once; its later inputs adopt that session.
+ */
+export async function ensureSessionsStarted(
   sql: Sql,
-  input: { lessonId: string; at: Date; people: number },
-): Promise<{ session: Session; started: boolean }> {
+  inputs: SessionStartInput[],
+  opts: { skipArchived?: boolean } = {},
+): Promise<(SessionStartResult | undefined)[]> {
+  if (inputs.length === 0) return [];
+  const ids = [...new Set(inputs.map((i) => i.lessonId))].sort();
   return sql.begin(async (tx) => {
-    // Serialise starts and ends of one lesson (NO KEY UPDATE: see lockLessonOfSession).
-    const [lesson] = await tx<{ id: string; partner_id: string; external_id: string | null; mode: Session['mode']; archived_at: Date | null; board_rate_percent: number }[]>`
-      SELECT l.id, l.partner_id, l.external_id, l.mode, l.archived_at, p.board_rate_percent
-      FROM lessons l JOIN partners p ON p.id = l.partner_id
-      WHERE l.id = ${input.lessonId} FOR NO KEY UPDATE OF l`;
-    if (!lesson) throw new Error(`lesson ${input.lessonId} not found`);
-    const running = await getRunningSession(tx, input.lessonId);
-    if (running) {
-      if (input.people > running.people_max) {
-        await tx`UPDATE sessions SET people_max = ${input.people} WHERE id = ${running.id}`;
-        running.people_max = input.people;
-      }
-      return { session: running, started: false };
+    // Serialise starts and ends of these lessons (NO KEY UPDATE: see
+    // lockLessonOfSession), in id order like the batch charge, so batches
+    // cannot deadlock on each other. Issued together, the two reads go out in
+    // one write and run in this order (after the locks).
+    const [lessons, running] = await Promise.all([
+      tx<{ id: string; partner_id: string; external_id: string | null; mode: Session['mode']; archived_at: Date | null; board_rate_percent: number }[]>`
+        SELECT l.id, l.partner_id, l.external_id, l.mode, l.archived_at, p.board_rate_percent
+        FROM lessons l JOIN partners p ON p.id = l.partner_id
+        WHERE l.id = ANY(${ids}::text[]) ORDER BY l.id FOR NO KEY UPDATE OF l`,
+      tx<Session[]>`SELECT * FROM sessions WHERE lesson_id = ANY(${ids}::text[]) AND ended_at IS NULL`,
+    ]);
+    const lessonById = new Map(lessons.map((l) => [l.id, l]));
+    const runningByLesson = new Map(running.map((s) => [s.lesson_id, s]));
+    // the first input of a lesson without a running session starts it
+    const starts = new Map<string, SessionStartInput>();
+    const peopleMax = new Map<string, number>();
+    for (const input of inputs) {
+      const lesson = lessonById.get(input.lessonId);
+      if (!lesson || (opts.skipArchived && lesson.archived_at)) continue;
+      const start = starts.get(input.lessonId);
+      const run = runningByLesson.get(input.lessonId);
+      if (!run && !start) starts.set(input.lessonId, input);
+      else if (input.people > Math.max(run?.people_max ?? 0, start?.people ?? 0, peopleMax.get(input.lessonId) ?? 0)) peopleMax.set(input.lessonId, input.people);
     }
-    const [session] = await tx<Session[]>`
-      INSERT INTO sessions (lesson_id, partner_id, mode, rate_percent, started_at, people_max)
-      VALUES (${lesson.id}, ${lesson.partner_id}, ${lesson.mode}, ${ratePercentFor(lesson.mode, lesson.board_rate_percent)},
-              ${input.at}, ${input.people})
-      RETURNING *`;
-    await tx`UPDATE lessons SET started_at = ${input.at}, ended_at = NULL WHERE id = ${lesson.id}`;
-    await recordEvent(tx, lesson.partner_id, 'lesson.started', {
-      lesson_id: lesson.id,
-      external_id: lesson.external_id,
-      started_at: input.at.toISOString(),
-      ended_at: null,
-      minutes: 0,
-    }, input.at);
-    return { session, started: true };
+    const toStart = [...starts.values()].map((input) => ({ input, lesson: lessonById.get(input.lessonId)! }));
+    const raise = [...peopleMax].filter(([lessonId]) => runningByLesson.has(lessonId));
+    const [created] = await Promise.all([
+      toStart.length === 0
+        ? Promise.resolve([] as Session[])
+        : tx<Session[]>`
+            INSERT INTO sessions (lesson_id, partner_id, mode, rate_percent, started_at, people_max)
+            SELECT * FROM unnest(${toStart.map((s) => s.lesson.id)}::text[], ${toStart.map((s) => s.lesson.partner_id)}::text[],
+                                 ${toStart.map((s) => s.lesson.mode)}::text[],
+                                 ${toStart.map((s) => ratePercentFor(s.lesson.mode, s.lesson.board_rate_percent))}::int[],
+                                 ${toStart.map((s) => s.input.at.toISOString())}::timestamptz[], ${toStart.map((s) => s.input.people)}::int[])
+            RETURNING *`,
+      toStart.length === 0
+        ? Promise.resolve()
+        : tx`
+            UPDATE lessons l SET started_at = x.at, ended_at = NULL
+            FROM unnest(${toStart.map((s) => s.lesson.id)}::text[], ${toStart.map((s) => s.input.at.toISOString())}::timestamptz[]) AS x(id, at)
+            WHERE l.id = x.id`,
+      raise.length === 0
+        ? Promise.resolve()
+        : tx`
+            UPDATE sessions s SET people_max = x.p
+            FROM unnest(${raise.map(([l]) => runningByLesson.get(l)!.id)}::bigint[], ${raise.map(([, p]) => p)}::int[]) AS x(id, p)
+            WHERE s.id = x.id AND s.people_max < x.p`,
+    ]);
+    for (const [lessonId, p] of raise) runningByLesson.get(lessonId)!.people_max = p;
+    const createdByLesson = new Map(created.map((s) => [s.lesson_id, s]));
+    await recordEvents(
+      tx,
+      toStart.map(({ input, lesson }) => ({
+        partnerId: lesson.partner_id,
+        type: 'lesson.started' as const,
+        data: { lesson_id: lesson.id, external_id: lesson.external_id, started_at: input.at.toISOString(), ended_at: null, minutes: 0 },
+        at: input.at,
+      })),
+    );
+    return inputs.map((input) => {
+      const lesson = lessonById.get(input.lessonId);
+      if (!lesson || (opts.skipArchived && lesson.archived_at)) return undefined;
+      const run = runningByLesson.get(input.lessonId);
+      if (run) return { session: run, started: false };
+      const session = createdByLesson.get(input.lessonId)!;
+      return { session, started: starts.get(input.lessonId) === input };
+    });
   });
 }
 

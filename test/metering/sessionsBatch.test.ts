@@ -1,0 +1,67 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { ensureSessionStarted, ensureSessionsStarted } from '../../src/metering/sessions.js';
+import { makeDeps } from '../helpers/deps.js';
+import { partnerFactory } from '../helpers/factories.js';
+import { eventsOf, lessonFactory } from '../helpers/lessons.js';
+
+const deps = makeDeps();
+const { sql } = deps;
+afterAll(() => deps.close());
+
+const T0 = new Date('2026-03-10T10:00:00Z');
+const at = (s: number) => new Date(T0.getTime() + s * 1000);
+
+describe('batched session starts (the gateway starts a burst of sessions in one transaction)', () => {
+  it('starts each lesson once at its own moment, adopts running sessions, skips deleted lessons, one lesson.started each', async () => {
+    const { partner: a } = await partnerFactory(sql);
+    const { partner: b } = await partnerFactory(sql);
+    const fresh = await Promise.all([lessonFactory(sql, a, { external_id: 'b1' }), lessonFactory(sql, b, { external_id: 'b2' }), lessonFactory(sql, a)]);
+    const running = await lessonFactory(sql, b);
+    const before = await ensureSessionStarted(sql, { lessonId: running.id, at: T0, people: 2 });
+    const deleted = await lessonFactory(sql, a);
+    await sql`UPDATE lessons SET archived_at = ${at(1)} WHERE id = ${deleted.id}`;
+
+    const out = await ensureSessionsStarted(
+      sql,
+      [
+        { lessonId: fresh[0].id, at: at(10), people: 2 },
+        { lessonId: fresh[1].id, at: at(11), people: 3 },
+        { lessonId: running.id, at: at(12), people: 5 },
+        { lessonId: deleted.id, at: at(13), people: 2 },
+        { lessonId: fresh[2].id, at: at(14), people: 2 },
+        { lessonId: fresh[0].id, at: at(15), people: 4 }, // the same lesson again: adopts the session just started
+        { lessonId: 'les_missing', at: at(16), people: 2 },
+      ],
+      { skipArchived: true },
+    );
+    expect(out.map((r) => r?.started)).toEqual([true, true, false, undefined, true, false, undefined]);
+    expect(out[5]!.session.id).toBe(out[0]!.session.id);
+    expect(out[2]!.session.id).toBe(before.session.id);
+    expect(out[0]!.session.started_at).toEqual(at(10));
+    expect(out[1]!.session).toMatchObject({ lesson_id: fresh[1].id, partner_id: b.id, started_at: at(11), people_max: 3, ended_at: null });
+    const [raised] = await sql`SELECT people_max FROM sessions WHERE id = ${before.session.id}`;
+    expect(raised.people_max).toBe(5);
+    expect(await sql`SELECT id FROM sessions WHERE lesson_id = ${deleted.id}`).toHaveLength(0);
+    const [l0] = await sql`SELECT started_at, ended_at FROM lessons WHERE id = ${fresh[0].id}`;
+    expect(l0).toEqual({ started_at: at(10), ended_at: null });
+
+    const startedA = await eventsOf(sql, a.id, 'lesson.started');
+    expect(startedA.map((e) => e.data)).toEqual([
+      { lesson_id: fresh[0].id, external_id: 'b1', started_at: at(10).toISOString(), ended_at: null, minutes: 0 },
+      { lesson_id: fresh[2].id, external_id: null, started_at: at(14).toISOString(), ended_at: null, minutes: 0 },
+    ]);
+    expect(startedA.map((e) => e.created_at)).toEqual([at(10), at(14)]);
+    const startedB = await eventsOf(sql, b.id, 'lesson.started');
+    expect(startedB.map((e) => e.data.lesson_id)).toEqual([running.id, fresh[1].id]);
+  });
+
+  it('two batches racing over the same lessons start each once', async () => {
+    const { partner } = await partnerFactory(sql);
+    const lessons = await Promise.all(Array.from({ length: 8 }, () => lessonFactory(sql, partner)));
+    const inputs = lessons.map((l, i) => ({ lessonId: l.id, at: at(i), people: 2 }));
+    const [x, y] = await Promise.all([ensureSessionsStarted(sql, inputs), ensureSessionsStarted(sql, [...inputs].reverse())]);
+    const started = [...x, ...y].filter((r) => r?.started);
+    expect(started).toHaveLength(8);
+    expect(await eventsOf(sql, partner.id, 'lesson.started')).toHaveLength(8);
+  });
+});
