@@ -4,13 +4,14 @@ import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import type { Logger } from '../src/logger.js';
-import { readMeterSeed } from '../src/metering/meters.js';
+import { readMeterSeeds, type MeterSeed } from '../src/metering/meters.js';
 import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
 import { LessonBus } from './bus/LessonBus.js';
 import { ClientConnection, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features.js';
 import { LessonRoom, type Fanout } from './LessonRoom.js';
+import { Batcher } from './lib/Batcher.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { gatewayTiming } from './timing.js';
 import { createSql, type Sql } from '../src/db/index.js';
@@ -74,13 +75,15 @@ export class Gateway implements GatewayApi {
     // one event-loop turn go out in one write.
     this.redis = deps.redis.duplicate({ enableAutoPipelining: true });
     this.redis.on('error', (err) => this.log.warn({ err: err.message }, 'redis error'));
+    // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
+    const seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(this.readSql, ids), { delayMs: 1, max: 100, concurrency: 3 });
     this.presence = new RedisPresence(this.redis, {
       idleMs: this.timing.idleMs,
       leaseMs: this.timing.leaseMs,
       flushMs: this.timing.flushMs,
       graceMs: this.timing.graceMs,
       startRetryMs: this.timing.startRetryMs,
-      loadSeed: (lessonId) => readMeterSeed(this.readSql, lessonId),
+      loadSeed: (lessonId) => seeds.add(lessonId),
     });
     this.readSql = createSql(deps.config.DATABASE_URL, { max: 3 });
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));

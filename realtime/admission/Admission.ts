@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../src/db/index.js';
 import type { Deps } from '../../src/deps.js';
-import { resolveLinkToken, type ResolvedLink } from '../../src/domain/links.js';
+import { resolveLinkTokens, type ResolvedLink } from '../../src/domain/links.js';
+import { Batcher } from '../lib/Batcher.js';
 
 export type Refusal = { ok: false; status: 401 | 403 | 410 | 429 | 503; code: string; message: string };
 export type LinkCheck = { ok: true; link: ResolvedLink } | Refusal;
@@ -15,11 +16,15 @@ export const refusals = {
 };
 
 const CACHE_MAX = 50_000;
+/** Lookups of uncached tokens arriving within this many ms share one statement. */
+const LOOKUP_BATCH_MS = 1;
+const LOOKUP_BATCH_MAX = 100;
 const ARCHIVED_MAX = 10_000;
 
 /**
  * Who may open the participant page and the WebSocket: the link token (one
- * index probe by its sha256, cached for GATEWAY_TOKEN_CACHE_SECONDS), its
+ * index probe by its sha256, lookups of one millisecond batched into one
+ * statement, cached for GATEWAY_TOKEN_CACHE_SECONDS), its
  * expiry (deps.clock), the lesson not archived, the Origin allowlist, and a
  * per-IP connection cap (per node: docs/protocol.md).
  *
@@ -33,12 +38,15 @@ export class Admission {
   private readonly perIp = new Map<string, number>();
   private readonly ttlMs: number;
   private readonly origins: Set<string>;
+  private readonly lookups: Batcher<string, ResolvedLink | undefined>;
 
   constructor(
     private readonly deps: Deps,
     /** the pool token lookups use (the gateway's read pool) */
-    private readonly db: Db = deps.sql,
+    db: Db = deps.sql,
   ) {
+    // a burst of arrivals (a class joining) costs one index probe per token but one round trip per batch
+    this.lookups = new Batcher((tokens) => resolveLinkTokens(db, tokens), { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: 3 });
     this.ttlMs = deps.config.GATEWAY_TOKEN_CACHE_SECONDS * 1000;
     this.origins = new Set(deps.config.GATEWAY_ALLOWED_ORIGINS.map((o) => o.replace(/\/+$/, '').toLowerCase()));
   }
@@ -49,7 +57,7 @@ export class Admission {
     const key = createHash('sha256').update(token).digest('base64');
     let entry = this.cache.get(key);
     if (!entry || now - entry.at > this.ttlMs) {
-      const link = await resolveLinkToken(this.db, token);
+      const link = await this.lookups.add(token);
       if (!link) return refusals.unauthorized;
       entry = { link, at: now };
       if (this.ttlMs > 0) {

@@ -64,12 +64,28 @@ export interface ResolvedLink {
 
 /** Looks a token up by its hash (one index probe). Undefined for unknown tokens; expiry is the caller's rule. */
 export async function resolveLinkToken(db: Db, token: string): Promise<ResolvedLink | undefined> {
-  if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return undefined;
-  const [row] = await db<ResolvedLink[]>`
-    SELECT k.id AS link_id, k.lesson_id, k.partner_id, k.user_hash, k.name, k.role, k.expires_at,
+  return (await resolveLinkTokens(db, [token]))[0];
+}
+
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
+
+/**
+ * resolveLinkToken for many tokens in one statement (one index probe each:
+ * the gateway batches the lookups of a burst of arrivals). One result per
+ * token, in order.
+ */
+export async function resolveLinkTokens(db: Db, tokens: string[]): Promise<(ResolvedLink | undefined)[]> {
+  const hashes = tokens.map((t) => (TOKEN_SHAPE.test(t) ? sha256(t).toString('hex') : undefined));
+  const wanted = [...new Set(hashes.filter((h): h is string => h !== undefined))];
+  if (wanted.length === 0) return tokens.map(() => undefined);
+  const rows = await db<(ResolvedLink & { token_hex: string })[]>`
+    SELECT encode(k.token_hash, 'hex') AS token_hex,
+           k.id AS link_id, k.lesson_id, k.partner_id, k.user_hash, k.name, k.role, k.expires_at,
            l.mode AS lesson_mode, l.subject_mode, l.title AS lesson_title, l.external_id,
            (l.archived_at IS NOT NULL) AS archived
     FROM links k JOIN lessons l ON l.id = k.lesson_id
-    WHERE k.token_hash = ${sha256(token)}`;
-  return row;
+    WHERE k.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(${wanted}::text[]) AS h))`;
+  const byHash = new Map<string, ResolvedLink>();
+  for (const { token_hex, ...link } of rows) byHash.set(token_hex, link);
+  return hashes.map((h) => (h === undefined ? undefined : byHash.get(h)));
 }

@@ -82,14 +82,24 @@ interface SeedRow {
  * metering and since when. Undefined when the lesson does not exist.
  */
 export async function readMeterSeed(db: Db, lessonId: string): Promise<MeterSeed | undefined> {
-  const [row] = await db<SeedRow[]>`
-    SELECT s.id AS running_id, s.seconds AS running_seconds, s.started_at AS running_started_at,
+  return (await readMeterSeeds(db, [lessonId]))[0];
+}
+
+/** readMeterSeed for many lessons in one statement (the gateway batches the seeds of a burst of arrivals); in order. */
+export async function readMeterSeeds(db: Db, lessonIds: string[]): Promise<(MeterSeed | undefined)[]> {
+  if (lessonIds.length === 0) return [];
+  const rows = await db<(SeedRow & { lesson_id: string })[]>`
+    SELECT l.id AS lesson_id, s.id AS running_id, s.seconds AS running_seconds, s.started_at AS running_started_at,
            m.seq, m.session_id, m.acc_ms, m.running_since, m.empty_since, m.heartbeat_at
     FROM lessons l
     LEFT JOIN sessions s ON s.lesson_id = l.id AND s.ended_at IS NULL
     LEFT JOIN lesson_meters m ON m.lesson_id = l.id
-    WHERE l.id = ${lessonId}`;
-  return row ? seedFromRow(row) : undefined;
+    WHERE l.id = ANY(${[...new Set(lessonIds)]}::text[])`;
+  const byLesson = new Map(rows.map((r) => [r.lesson_id, r]));
+  return lessonIds.map((id) => {
+    const row = byLesson.get(id);
+    return row ? seedFromRow(row) : undefined;
+  });
 }
 
 export function seedFromRow(row: SeedRow): MeterSeed {
