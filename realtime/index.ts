@@ -50,6 +50,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
         await gateway.bus.close();
         await gateway.readSql.end({ timeout: 5 });
         gateway.redis.disconnect();
+        server.stop();
       })()),
   };
 }

@@ -24,6 +24,8 @@ interface UserData {
 
 class UwsSocket implements SocketLike {
   closed = false;
+  /** when the client last sent anything (a frame or a pong), on the Keepalive's coarse clock */
+  rxAt = 0;
   constructor(readonly ws: uWS.WebSocket<UserData>) {}
   send(data: string): number {
     return this.closed ? 2 : this.ws.send(data, false, false);
@@ -33,6 +35,62 @@ class UwsSocket implements SocketLike {
   }
   getBufferedAmount(): number {
     return this.closed ? 0 : this.ws.getBufferedAmount();
+  }
+}
+
+/** How often the keepalive wakes up to ping a slice of the sockets. */
+const KEEPALIVE_TICK_MS = 50;
+
+/**
+ * Protocol pings spread evenly over time, instead of uWS's own
+ * (sendPingsAutomatically), which go out in its 4-second timer sweep: at
+ * 20,000 sockets about 6,000 sends at once, a 90-215 ms stall of the event
+ * loop every 4 s. Every socket is visited once per `cycleMs` (a slice every
+ * tick) and pinged when it sent nothing since the visit before; its pong (or
+ * any frame) is data received, which restarts uWS's idle timeout. A socket
+ * that answers nothing is closed by that timeout as before: the pings only
+ * keep live sockets open. With cycleMs = (idle - 4 s) / 3, a live socket's
+ * answer arrives within 2 cycles of its last frame, at least one cycle before
+ * the earliest moment uWS could close it (idle - 4 s, its tick).
+ */
+class Keepalive {
+  /** coarse clock (ms), advanced every tick: no clock read per frame */
+  now = performance.now();
+  private readonly sockets = new Set<UwsSocket>();
+  private cursor: Iterator<UwsSocket> = this.sockets.values();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly cycleMs: number) {}
+
+  add(s: UwsSocket): void {
+    s.rxAt = this.now;
+    this.sockets.add(s);
+    this.timer ??= setInterval(() => this.tick(), KEEPALIVE_TICK_MS).unref();
+  }
+
+  remove(s: UwsSocket): void {
+    this.sockets.delete(s);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private tick(): void {
+    this.now = performance.now();
+    // a Set iterator skips deleted sockets and visits added ones: each socket once per pass
+    let quota = Math.ceil((this.sockets.size * KEEPALIVE_TICK_MS) / this.cycleMs);
+    while (quota-- > 0) {
+      let it = this.cursor.next();
+      if (it.done) {
+        this.cursor = this.sockets.values();
+        it = this.cursor.next();
+        if (it.done) return;
+      }
+      const s = it.value;
+      if (!s.closed && this.now - s.rxAt >= this.cycleMs - KEEPALIVE_TICK_MS) s.ws.ping();
+    }
   }
 }
 
@@ -79,11 +137,15 @@ function clientIp(res: uWS.HttpResponse, forwardedFor: string, trustProxy: boole
   return Buffer.from(res.getRemoteAddressAsText()).toString();
 }
 
-export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAccepting(): void } {
+export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAccepting(): void; stop(): void } {
   const { config } = gw.deps;
   const admission = gw.admission;
   const app = uWS.App();
   let accepting = true;
+  // uWS counts idle time in 4-second ticks and rounds other values up (9 s
+  // closes at ~12 s): a multiple of 4 keeps the close within the setting.
+  const idleTimeout = Math.max(8, Math.floor(config.GATEWAY_IDLE_TIMEOUT_SECONDS / 4) * 4);
+  const keepalive = new Keepalive(((idleTimeout - 4) * 1000) / 3);
   const topic = (lessonId: string) => `l/${lessonId}`;
 
   gw.useFanout({
@@ -152,10 +214,9 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     maxPayloadLength: config.GATEWAY_MAX_PAYLOAD_BYTES * 2,
     maxBackpressure: config.GATEWAY_MAX_BACKPRESSURE_BYTES,
     closeOnBackpressureLimit: 1,
-    // uWS counts idle time in 4-second ticks and rounds other values up (9 s
-    // closes at ~12 s): a multiple of 4 keeps the close within the setting.
-    idleTimeout: Math.max(8, Math.floor(config.GATEWAY_IDLE_TIMEOUT_SECONDS / 4) * 4),
-    sendPingsAutomatically: true,
+    idleTimeout,
+    // our Keepalive sends the pings, spread over time
+    sendPingsAutomatically: false,
 
     upgrade(res, req, context) {
       const token = req.getQuery('token');
@@ -195,18 +256,28 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     open(ws) {
       const ud = ws.getUserData();
       ud.socket = new UwsSocket(ws);
+      keepalive.add(ud.socket);
       ud.conn = gw.open(ud.socket, ud.link!, ud.ip);
       ud.link = undefined;
     },
 
     message(ws, message, isBinary) {
       const ud = ws.getUserData();
+      if (ud.socket) ud.socket.rxAt = keepalive.now;
       if (ud.conn) gw.message(ud.conn, message, isBinary);
+    },
+
+    pong(ws) {
+      const s = ws.getUserData().socket;
+      if (s) s.rxAt = keepalive.now;
     },
 
     close(ws) {
       const ud = ws.getUserData();
-      if (ud.socket) ud.socket.closed = true;
+      if (ud.socket) {
+        ud.socket.closed = true;
+        keepalive.remove(ud.socket);
+      }
       admission.releaseIp(ud.ip);
       if (ud.conn) gw.closed(ud.conn);
     },
@@ -216,6 +287,9 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     app,
     stopAccepting() {
       accepting = false;
+    },
+    stop() {
+      keepalive.stop();
     },
   };
 }
