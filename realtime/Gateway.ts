@@ -58,6 +58,7 @@ export class Gateway implements GatewayApi {
    */
   readonly readSql: Sql;
   readonly redis: Redis;
+  private readonly seeds: Batcher<string, MeterSeed | undefined>;
   private fanout: Fanout | undefined;
   private connSeq = 0;
   private readonly departures = new Set<Promise<void>>();
@@ -76,14 +77,14 @@ export class Gateway implements GatewayApi {
     this.redis = deps.redis.duplicate({ enableAutoPipelining: true });
     this.redis.on('error', (err) => this.log.warn({ err: err.message }, 'redis error'));
     // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
-    const seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(this.readSql, ids), { delayMs: 1, max: 100, concurrency: 3 });
+    this.seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(this.readSql, ids), { delayMs: 1, max: 100, concurrency: 3 });
     this.presence = new RedisPresence(this.redis, {
       idleMs: this.timing.idleMs,
       leaseMs: this.timing.leaseMs,
       flushMs: this.timing.flushMs,
       graceMs: this.timing.graceMs,
       startRetryMs: this.timing.startRetryMs,
-      loadSeed: (lessonId) => seeds.add(lessonId),
+      loadSeed: (lessonId) => this.seeds.add(lessonId),
     });
     this.readSql = createSql(deps.config.DATABASE_URL, { max: 3 });
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
@@ -129,9 +130,10 @@ export class Gateway implements GatewayApi {
       { messagesPerSecond: c.GATEWAY_MESSAGES_PER_SECOND, burst: c.GATEWAY_MESSAGE_BURST },
       this.now(),
     );
+    const fresh = !this.rooms.has(link.lesson_id);
     const room = this.roomFor(link.lesson_id);
     room.conns.add(conn);
-    conn.joined = this.join(conn, room).catch((err) => {
+    conn.joined = this.join(conn, room, fresh).catch((err) => {
       this.log.error({ err, lesson_id: conn.lessonId }, 'join failed');
       conn.close('internal');
     });
@@ -202,16 +204,22 @@ export class Gateway implements GatewayApi {
 
   // ---- presence ------------------------------------------------------------
 
-  private async join(conn: ClientConnection, room: LessonRoom): Promise<void> {
+  private async join(conn: ClientConnection, room: LessonRoom, freshRoom: boolean): Promise<void> {
     const t0 = performance.now();
     const extras = await this.featureWelcome(conn);
+    // A lesson new on this node is often new to Redis too (its first arrival):
+    // read its meter seed from Postgres while the bus subscribes, instead of
+    // after Redis asks for it (two round trips more before welcome). Read just
+    // before the script, like the seed Redis asks for; used only if Redis has no meter.
+    const seedRead = freshRoom ? this.seeds.add(conn.lessonId).catch(() => undefined) : undefined;
     await room.busReady;
+    const seed = await seedRead;
     const t1 = performance.now();
     if (conn.state === 'closed') return;
     const now = this.now();
     let res;
     try {
-      res = await this.presence.join(conn.lessonId, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: false });
+      res = await this.presence.join(conn.lessonId, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: false, seed });
     } catch (err) {
       this.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'presence unavailable at join');
       conn.close('unavailable');

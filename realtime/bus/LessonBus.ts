@@ -28,14 +28,17 @@ export class LessonBus {
     this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
   }
 
-  /** Subscribes to the lesson's channel and says hello, so nodes already there publish to us. */
+  /**
+   * Subscribes to the lesson's channel and says hello, so nodes already there
+   * publish to us. Resolves once subscribed: the hello (which only turns on
+   * the other nodes' ephemeral frames for us) is not waited for.
+   */
   subscribe(lessonId: string): Promise<void> {
     let p = this.subscribed.get(lessonId);
     if (!p) {
-      p = this.sub
-        .subscribe(this.prefix + lessonId)
-        .then(() => this.pub.publish(this.prefix + lessonId, `h${this.nodeId}\n`))
-        .then(() => undefined);
+      p = this.sub.subscribe(this.prefix + lessonId).then(() => {
+        this.pub.publish(this.prefix + lessonId, `h${this.nodeId}\n`).catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'bus hello failed'));
+      });
       p.catch((err) => {
         this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'bus subscribe failed');
         this.subscribed.delete(lessonId);

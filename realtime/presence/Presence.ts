@@ -77,6 +77,12 @@ export interface JoinInput {
   info: PublicPerson;
   /** re-registration of a live connection after Redis lost it: no participant.joined */
   rejoin: boolean;
+  /**
+   * What Postgres knew of the lesson's meter just before (read alongside the
+   * bus subscription of a lesson new on this node): used only if Redis has no
+   * meter for the lesson, saving the round trips of asking for it.
+   */
+  seed?: MeterSeed;
 }
 
 export interface Presence {

@@ -76,7 +76,7 @@ export class RedisPresence implements Presence {
       input.now, this.opts.idleMs, input.node, input.conn, input.person, JSON.stringify(input.info),
       PARTICIPANT_JOINED_WINDOW_MS, seed, input.rejoin ? '1' : '0', lessonId,
     ];
-    let res = await this.run.gwJoin(this.root, ...args(''));
+    let res = await this.run.gwJoin(this.root, ...args(input.seed ? encodeSeed(input.seed) : ''));
     if (res[0] === 'seed') res = await this.run.gwJoin(this.root, ...args(await this.seed(lessonId)));
     if (res[0] !== 'ok') throw new Error(`presence join: unexpected reply ${String(res[0])}`);
     return {

@@ -131,6 +131,28 @@ describe('sessions', () => {
     await leave(a, b);
   });
 
+  it('an arrival in a lesson Redis lost, new on the node, continues the running session from Postgres (seed read with the bus subscription)', async () => {
+    const f = await lesson();
+    let a = await join(await f.url('a'));
+    let b = await join(await f.url('b'));
+    clock.advance(sec(40));
+    await leave(a, b);
+    // Redis loses the lesson while its session runs (empty, within the wait); the node has no room for it any more
+    expect(gw.gateway.rooms.has(f.lesson.id)).toBe(false);
+    expect(await gw.deps.redis.del(...['c', 'p', 'i', 'm', 'j'].map((k) => `gw:l:${f.lesson.id}:${k}`))).toBeGreaterThan(0);
+    clock.advance(sec(10));
+    a = await join(await f.url('a'));
+    b = await join(await f.url('b'));
+    clock.advance(sec(20));
+    await leave(a, b);
+    await gw.maintain();
+    const sessions = await sessionsOf(sql, f.lesson.id);
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]).toMatchObject({ seconds: 60, ended_at: null });
+    expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
+    expect(await lessonRow(sql, f.lesson.id)).toMatchObject({ billed_seconds: 60 });
+  });
+
   it('ends an idle session at the exact rule even when no sweep ran before people came back', async () => {
     const f = await lesson();
     let a = await join(await f.url('a'));
