@@ -15,7 +15,6 @@ export const ROLE_NAMES = ['api', 'gateway', 'dispatcher'] as const;
 export type Role = (typeof ROLE_NAMES)[number];
 
 export const ConfigSchema = z.object({
-  NODE_ENV: z.string().default('development'),
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/lessons'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
