@@ -78,19 +78,24 @@ export async function ensureSessionsStarted(
     ]);
     const lessonById = new Map(lessons.map((l) => [l.id, l]));
     const runningByLesson = new Map(running.map((s) => [s.lesson_id, s]));
-    // the first input of a lesson without a running session starts it
-    const starts = new Map<string, SessionStartInput>();
-    const peopleMax = new Map<string, number>();
-    for (const input of inputs) {
+    const admitted = (input: SessionStartInput) => {
       const lesson = lessonById.get(input.lessonId);
-      if (!lesson || (opts.skipArchived && lesson.archived_at)) continue;
-      const start = starts.get(input.lessonId);
-      const run = runningByLesson.get(input.lessonId);
-      if (!run && !start) starts.set(input.lessonId, input);
-      else if (input.people > Math.max(run?.people_max ?? 0, start?.people ?? 0, peopleMax.get(input.lessonId) ?? 0)) peopleMax.set(input.lessonId, input.people);
+      return lesson !== undefined && !(opts.skipArchived && lesson.archived_at);
+    };
+    // per lesson: its first input (the one that starts it when nothing runs) and the most people any input saw
+    const wanted = new Map<string, { first: SessionStartInput; people: number }>();
+    for (const input of inputs) {
+      if (!admitted(input)) continue;
+      const w = wanted.get(input.lessonId);
+      if (w) w.people = Math.max(w.people, input.people);
+      else wanted.set(input.lessonId, { first: input, people: input.people });
     }
-    const toStart = [...starts.values()].map((input) => ({ input, lesson: lessonById.get(input.lessonId)! }));
-    const raise = [...peopleMax].filter(([lessonId]) => runningByLesson.has(lessonId));
+    const toStart = [...wanted.values()]
+      .filter((w) => !runningByLesson.has(w.first.lessonId))
+      .map((w) => ({ input: w.first, people: w.people, lesson: lessonById.get(w.first.lessonId)! }));
+    const raise = [...wanted.values()]
+      .filter((w) => w.people > (runningByLesson.get(w.first.lessonId)?.people_max ?? Infinity))
+      .map((w) => [w.first.lessonId, w.people] as const);
     const [created] = await Promise.all([
       toStart.length === 0
         ? Promise.resolve([] as Session[])
@@ -99,7 +104,7 @@ export async function ensureSessionsStarted(
             SELECT * FROM unnest(${toStart.map((s) => s.lesson.id)}::text[], ${toStart.map((s) => s.lesson.partner_id)}::text[],
                                  ${toStart.map((s) => s.lesson.mode)}::text[],
                                  ${toStart.map((s) => ratePercentFor(s.lesson.mode, s.lesson.board_rate_percent))}::int[],
-                                 ${toStart.map((s) => s.input.at.toISOString())}::timestamptz[], ${toStart.map((s) => s.input.people)}::int[])
+                                 ${toStart.map((s) => s.input.at.toISOString())}::timestamptz[], ${toStart.map((s) => s.people)}::int[])
             RETURNING *`,
       toStart.length === 0
         ? Promise.resolve()
@@ -126,12 +131,10 @@ export async function ensureSessionsStarted(
       })),
     );
     return inputs.map((input) => {
-      const lesson = lessonById.get(input.lessonId);
-      if (!lesson || (opts.skipArchived && lesson.archived_at)) return undefined;
+      if (!admitted(input)) return undefined;
       const run = runningByLesson.get(input.lessonId);
       if (run) return { session: run, started: false };
-      const session = createdByLesson.get(input.lessonId)!;
-      return { session, started: starts.get(input.lessonId) === input };
+      return { session: createdByLesson.get(input.lessonId)!, started: wanted.get(input.lessonId)!.first === input };
     });
   });
 }

@@ -38,6 +38,9 @@ describe('batched session starts (the gateway starts a burst of sessions in one 
     expect(out[5]!.session.id).toBe(out[0]!.session.id);
     expect(out[2]!.session.id).toBe(before.session.id);
     expect(out[0]!.session.started_at).toEqual(at(10));
+    // a session started by the batch counts the most people any of its inputs saw
+    const [first] = await sql`SELECT people_max FROM sessions WHERE id = ${out[0]!.session.id}`;
+    expect(first.people_max).toBe(4);
     expect(out[1]!.session).toMatchObject({ lesson_id: fresh[1].id, partner_id: b.id, started_at: at(11), people_max: 3, ended_at: null });
     const [raised] = await sql`SELECT people_max FROM sessions WHERE id = ${before.session.id}`;
     expect(raised.people_max).toBe(5);
