@@ -211,13 +211,7 @@ export class BoardService {
     const delay = Math.max(this.opts.previewDebounceMs, last === undefined ? 0 : last + this.opts.previewMinIntervalMs - performance.now());
     const t = setTimeout(() => {
       this.previewTimers.delete(lessonId);
-      this.previewRenderedAt.set(lessonId, performance.now());
       this.renderSoon(lessonId);
-      // forget the lesson once a further interval passed without a change
-      const forget = setTimeout(() => {
-        if (!this.previewTimers.has(lessonId)) this.previewRenderedAt.delete(lessonId);
-      }, this.opts.previewMinIntervalMs);
-      forget.unref();
     }, delay);
     t.unref();
     this.previewTimers.set(lessonId, t);
@@ -233,7 +227,6 @@ export class BoardService {
     if (!t) return; // nothing changed here since the last render
     clearTimeout(t);
     this.previewTimers.delete(lessonId);
-    this.previewRenderedAt.set(lessonId, performance.now());
     this.renderSoon(lessonId);
   }
 
@@ -246,6 +239,13 @@ export class BoardService {
    * waits for this queue: it renders a stale picture itself.
    */
   private renderSoon(lessonId: string): void {
+    const at = performance.now();
+    this.previewRenderedAt.set(lessonId, at);
+    // forget the lesson once a further interval passed without a change or a
+    // later render (both ways to a render lead here, so no entry outlives it)
+    setTimeout(() => {
+      if (!this.previewTimers.has(lessonId) && this.previewRenderedAt.get(lessonId) === at) this.previewRenderedAt.delete(lessonId);
+    }, this.opts.previewMinIntervalMs).unref();
     this.renderQueue.add(lessonId);
     this.rendering ??= this.renderNext();
   }
