@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Db } from '../../src/db/index.js';
 import type { Deps } from '../../src/deps.js';
-import { resolveLinkTokens, type ResolvedLink } from '../../src/domain/links.js';
+import { linkTokenHash, resolveLinkTokenHashes, type ResolvedLink } from '../../src/domain/links.js';
 import { Batcher } from '../lib/Batcher.js';
 
 export type Refusal = { ok: false; status: 401 | 403 | 410 | 429 | 503; code: string; message: string };
@@ -38,7 +37,7 @@ export class Admission {
   private readonly perIp = new Map<string, number>();
   private readonly ttlMs: number;
   private readonly origins: Set<string>;
-  private readonly lookups: Batcher<string, ResolvedLink | undefined>;
+  private readonly lookups: Batcher<Buffer, ResolvedLink | undefined>;
 
   constructor(
     private readonly deps: Deps,
@@ -46,18 +45,20 @@ export class Admission {
     db: Db = deps.sql,
   ) {
     // a burst of arrivals (a class joining) costs one index probe per token but one round trip per batch
-    this.lookups = new Batcher((tokens) => resolveLinkTokens(db, tokens), { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: 3 });
+    this.lookups = new Batcher((hashes) => resolveLinkTokenHashes(db, hashes), { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: 3 });
     this.ttlMs = deps.config.GATEWAY_TOKEN_CACHE_SECONDS * 1000;
     this.origins = new Set(deps.config.GATEWAY_ALLOWED_ORIGINS.map((o) => o.replace(/\/+$/, '').toLowerCase()));
   }
 
   async checkLink(token: string | undefined): Promise<LinkCheck> {
-    if (!token) return refusals.unauthorized;
+    // hashed once: the cache key and the lookup are the same sha256 the links table stores
+    const hash = token ? linkTokenHash(token) : undefined;
+    if (!hash) return refusals.unauthorized;
     const now = this.deps.clock.now().getTime();
-    const key = createHash('sha256').update(token).digest('base64');
+    const key = hash.toString('base64');
     let entry = this.cache.get(key);
     if (!entry || now - entry.at > this.ttlMs) {
-      const link = await this.lookups.add(token);
+      const link = await this.lookups.add(hash);
       if (!link) return refusals.unauthorized;
       entry = { link, at: now };
       if (this.ttlMs > 0) {

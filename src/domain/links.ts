@@ -64,20 +64,26 @@ export interface ResolvedLink {
 
 /** Looks a token up by its hash (one index probe). Undefined for unknown tokens; expiry is the caller's rule. */
 export async function resolveLinkToken(db: Db, token: string): Promise<ResolvedLink | undefined> {
-  return (await resolveLinkTokens(db, [token]))[0];
+  return (await resolveLinkTokenHashes(db, [linkTokenHash(token)]))[0];
 }
 
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
 
+/** What links store of a token (its sha256); undefined when the string cannot be a token at all. */
+export function linkTokenHash(token: string): Buffer | undefined {
+  return TOKEN_SHAPE.test(token) ? sha256(token) : undefined;
+}
+
 /**
- * resolveLinkToken for many tokens in one statement (one index probe each:
- * the gateway batches the lookups of a burst of arrivals). One result per
- * token, in order.
+ * Links of many tokens, given as their hashes (linkTokenHash), in one
+ * statement with one index probe each: the gateway batches the lookups of a
+ * burst of arrivals, and hashes each token once for its cache and this. One
+ * result per hash, in order.
  */
-export async function resolveLinkTokens(db: Db, tokens: string[]): Promise<(ResolvedLink | undefined)[]> {
-  const hashes = tokens.map((t) => (TOKEN_SHAPE.test(t) ? sha256(t).toString('hex') : undefined));
+export async function resolveLinkTokenHashes(db: Db, tokenHashes: (Buffer | undefined)[]): Promise<(ResolvedLink | undefined)[]> {
+  const hashes = tokenHashes.map((h) => h?.toString('hex'));
   const wanted = [...new Set(hashes.filter((h): h is string => h !== undefined))];
-  if (wanted.length === 0) return tokens.map(() => undefined);
+  if (wanted.length === 0) return hashes.map(() => undefined);
   const rows = await db<(ResolvedLink & { token_hex: string })[]>`
     SELECT encode(k.token_hash, 'hex') AS token_hex,
            k.id AS link_id, k.lesson_id, k.partner_id, k.user_hash, k.name, k.role, k.expires_at,
