@@ -10,8 +10,7 @@
  * the drawer's board.ack. Gateway CPU: utime+stime of the gateway process
  * (/proc/<pid>/stat) over the drawing window, per 1,000 operations submitted.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
@@ -20,6 +19,7 @@ import { createLesson } from '../../src/domain/lessons.js';
 import { issueLink } from '../../src/domain/links.js';
 import type { Partner } from '../../src/domain/partners.js';
 import { handwritingPage } from './pages.js';
+import { cpuSeconds, logPort, spawnUntilPort } from '../lib/service.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -34,51 +34,30 @@ export interface GatewayProc {
 export async function spawnGateway(env: Record<string, string>): Promise<GatewayProc> {
   // BENCH_GATEWAY_NODE_ARGS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the gateway
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env, ROLES: 'gateway', GATEWAY_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  // never leave the gateway behind, whatever ends this process
-  const killChild = () => proc.kill('SIGKILL');
-  process.once('exit', killChild);
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => process.exit(130));
-  const port = await new Promise<number>((resolve, reject) => {
-    const lines: string[] = [];
-    let buf = '';
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${lines.join('\n')}`)), 60_000);
-    proc.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        lines.push(line);
-        if (lines.length > 50) lines.shift();
-        try {
-          const j = JSON.parse(line) as { msg?: string; port?: number; level?: number };
-          if (j.msg === 'gateway listening' && j.port) {
-            clearTimeout(timer);
-            resolve(j.port);
-          }
-          if ((j.level ?? 0) >= 40) process.stderr.write(`[gateway] ${line}\n`);
-        } catch {
-          /* not JSON */
-        }
-      }
-    });
-    proc.stderr!.on('data', (d: Buffer) => lines.push(d.toString()));
-    proc.once('exit', (code) => reject(new Error(`gateway exited with ${code}:\n${lines.join('\n')}`)));
-  });
-  const tck = 100; // USER_HZ on Linux
+  const { proc, port } = await spawnUntilPort(
+    ['src/main.ts'],
+    { ...env, ROLES: 'gateway', GATEWAY_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+    logPort('gateway listening'),
+    {
+      cwd: ROOT,
+      nodeArgs,
+      timeoutMs: 60_000,
+      onSpawn: (p) => {
+        // never leave the gateway behind, whatever ends this process
+        process.once('exit', () => p.kill('SIGKILL'));
+        for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => process.exit(130));
+      },
+      // the gateway's warnings and errors
+      onLine: (line) => {
+        if (line.startsWith('{') && /"level":(4|5|6)\d/.test(line)) process.stderr.write(`[gateway] ${line}\n`);
+      },
+    },
+  );
+  const exited = new Promise<void>((r) => (proc.exitCode !== null ? r() : proc.once('exit', () => r())));
   return {
     proc,
     port,
-    cpu: () => {
-      const f = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return (Number(f[11]) + Number(f[12])) / tck;
-    },
+    cpu: () => cpuSeconds(proc.pid!),
     stop: async () => {
       proc.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);

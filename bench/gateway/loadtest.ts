@@ -1,4 +1,4 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,7 @@ import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { Histogram } from './histogram.js';
+import { cpuSeconds, logPort, spawnUntilPort } from '../lib/service.js';
 
 /**
  * Load test of the realtime gateway against the `ws` baseline relay, in one
@@ -73,38 +74,17 @@ const log = (...x: unknown[]) => process.stderr.write(`[loadtest] ${x.join(' ')}
 
 function spawnService(args: string[], env: Record<string, string>, ready: (line: string) => number | undefined): Promise<{ proc: ChildProcess; port: number }> {
   const nodeArgs = args[0] === 'bench/gateway/gatewayEntry.ts' ? (process.env.LOADTEST_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) : [];
-  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(proc);
-  proc.on('exit', () => children.delete(proc));
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    const lines: string[] = [];
-    proc.stdout!.on('data', (d: Buffer) => {
-      buf += d;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        lines.push(line);
-        if (lines.length > 200) lines.shift();
-        if (process.env.LOADTEST_SERVER_LOG) appendFileSync(process.env.LOADTEST_SERVER_LOG, `${line}\n`);
-        const port = ready(line);
-        if (port) resolve({ proc, port });
-      }
-    });
-    proc.stderr!.on('data', (d: Buffer) => lines.push(d.toString()));
-    proc.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}\n${lines.join('\n')}`)));
+  const serverLog = process.env.LOADTEST_SERVER_LOG;
+  return spawnUntilPort(args, env, ready, {
+    cwd: ROOT,
+    nodeArgs,
+    onSpawn: (proc) => {
+      children.add(proc);
+      proc.on('exit', () => children.delete(proc));
+    },
+    onLine: serverLog ? (line) => appendFileSync(serverLog, `${line}\n`) : undefined,
   });
 }
-
-const logPort = (msg: string) => (line: string) => {
-  try {
-    const j = JSON.parse(line) as { msg?: string; port?: number };
-    return j.msg === msg ? j.port : undefined;
-  } catch {
-    return undefined;
-  }
-};
 
 const serviceEnv = {
   DATABASE_URL: dbUrl,
@@ -119,9 +99,7 @@ const serviceEnv = {
 function usage(pid: number): { rssMb: number; cpu: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { rssMb: rss, cpu: (Number(f[11]) + Number(f[12])) / 100 };
+  return { rssMb: rss, cpu: cpuSeconds(pid) };
 }
 
 // ---- setup ------------------------------------------------------------------

@@ -37,6 +37,65 @@ export async function startProcess(entry: string, env: Record<string, string>, r
   }
 }
 
+/**
+ * Spawns a service whose stdout is log lines (pino JSON) and resolves with
+ * its port once `ready(line)` returns one: for services that pick their own
+ * port (port 0) and log it. `nodeArgs` go before the entry (a profiler, say);
+ * `onLine` sees every stdout line. If the process exits first, or after
+ * `timeoutMs`, the error carries its last lines.
+ */
+export function spawnUntilPort(
+  entry: string[],
+  env: Record<string, string>,
+  ready: (line: string) => number | undefined,
+  opts: { cwd?: string; nodeArgs?: string[]; onSpawn?: (proc: ChildProcess) => void; onLine?: (line: string) => void; timeoutMs?: number } = {},
+): Promise<{ proc: ChildProcess; port: number }> {
+  const loader = entry[0].endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...loader, ...entry], {
+    cwd: opts.cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  opts.onSpawn?.(proc);
+  return new Promise((resolve, reject) => {
+    const lines: string[] = [];
+    const fail = (why: string) => {
+      proc.kill('SIGKILL');
+      reject(new Error(`${entry.join(' ')} ${why}:\n${lines.join('\n')}`));
+    };
+    const timer = opts.timeoutMs ? setTimeout(() => fail('did not start'), opts.timeoutMs) : undefined;
+    let buf = '';
+    proc.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        lines.push(line);
+        if (lines.length > 200) lines.shift();
+        opts.onLine?.(line);
+        const port = ready(line);
+        if (port) {
+          clearTimeout(timer);
+          resolve({ proc, port });
+        }
+      }
+    });
+    proc.stderr!.on('data', (d: Buffer) => lines.push(d.toString()));
+    proc.once('exit', (code) => fail(`exited with ${code}`));
+  });
+}
+
+/** A `ready` for spawnUntilPort: the port of the log line whose msg is `msg`. */
+export const logPort = (msg: string) => (line: string) => {
+  try {
+    const j = JSON.parse(line) as { msg?: string; port?: number };
+    return j.msg === msg ? j.port : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
