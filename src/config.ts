@@ -17,6 +17,7 @@ export type Role = (typeof ROLE_NAMES)[number];
 export const ConfigSchema = z.object({
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/lessons'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_READ_POOL_SIZE: z.coerce.number().int().min(1).max(50).default(3),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
   REDIS_KEY_PREFIX: z.string().default('wb:'),
   ROLES: csv.pipe(z.array(z.enum(ROLE_NAMES)).min(1)).default(['api', 'gateway', 'dispatcher']),

@@ -1,10 +1,7 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createSql } from './db/index.js';
 import { migrate } from './db/migrate.js';
-import type { Deps } from './deps.js';
-import { systemClock } from './lib/clock.js';
+import { createDeps } from './deps.js';
 import { createLogger } from './logger.js';
-import { createRedis } from './redis.js';
 import { startApi } from './server.js';
 import { startGateway } from '../realtime/index.js';
 import { startDispatcher } from './webhooks/index.js';
@@ -27,13 +24,7 @@ try {
 const log = createLogger(config.LOG_LEVEL);
 await migrate(config.DATABASE_URL, log.child({ component: 'migrate' }));
 
-const deps: Deps = {
-  config,
-  sql: createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_SIZE }),
-  redis: createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX),
-  clock: systemClock,
-  log,
-};
+const deps = createDeps(config, { log });
 deps.redis.on('error', (err) => log.warn({ component: 'redis', err: err.message }, 'redis error'));
 
 const stops: (() => Promise<void>)[] = [];
@@ -59,8 +50,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal }, 'shutting down');
   for (const stop of stops.reverse()) await stop().catch((err) => log.error({ err }, 'stop failed'));
-  await deps.sql.end({ timeout: 5 });
-  deps.redis.disconnect();
+  await deps.close();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -17,16 +17,12 @@
  */
 import postgres from 'postgres';
 import { loadConfig } from '../../src/config.js';
-import { createSql } from '../../src/db/index.js';
 import { migrate } from '../../src/db/migrate.js';
-import type { Deps } from '../../src/deps.js';
+import { createDeps, type Deps } from '../../src/deps.js';
 import { createApiKey } from '../../src/domain/apiKeys.js';
 import { createLesson } from '../../src/domain/lessons.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { systemClock } from '../../src/lib/clock.js';
-import { createLogger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
 import { startApi } from '../../src/server.js';
 import { renderPagePng } from '../../src/board/render/png.js';
 import { renderPageSvg } from '../../src/board/render/svg.js';
@@ -87,7 +83,7 @@ async function main(): Promise<void> {
   url.pathname = `/lessons_bench_board_${run}`;
   const config = loadConfig({ ...process.env, DATABASE_URL: url.toString(), REDIS_KEY_PREFIX: `bench:board:${run}:`, LOG_LEVEL: 'silent', API_PORT: '0', HOST: '127.0.0.1' });
   await migrate(config.DATABASE_URL);
-  const deps: Deps = { config, sql: createSql(config.DATABASE_URL, { max: 10 }), redis: createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX), clock: systemClock, log: createLogger('silent') };
+  const deps = createDeps(config);
   const board = new BoardService(deps, { previewDebounceMs: 60_000 });
   const api = await startApi(deps, 0);
   try {
@@ -108,10 +104,9 @@ async function main(): Promise<void> {
   } finally {
     await board.close();
     await api.close();
-    await deps.sql.end({ timeout: 5 });
     const keys = await deps.redis.keys('*').catch(() => [] as string[]);
     if (keys.length) await deps.redis.del(...keys.map((k) => k.slice(config.REDIS_KEY_PREFIX.length)));
-    deps.redis.disconnect();
+    await deps.close();
     const admin = new URL(base.DATABASE_URL);
     admin.pathname = '/postgres';
     const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });

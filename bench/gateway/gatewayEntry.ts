@@ -1,9 +1,6 @@
 import { loadConfig } from '../../src/config.js';
-import { createSql } from '../../src/db/index.js';
-import type { Deps } from '../../src/deps.js';
-import { systemClock } from '../../src/lib/clock.js';
+import { createDeps } from '../../src/deps.js';
 import { createLogger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
 import { startGateway } from '../../realtime/index.js';
 
 /**
@@ -13,19 +10,12 @@ import { startGateway } from '../../realtime/index.js';
  */
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL);
-const deps: Deps = {
-  config,
-  sql: createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_SIZE }),
-  redis: createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX),
-  clock: systemClock,
-  log,
-};
+const deps = createDeps(config, { log });
 const gw = await startGateway(deps, config.GATEWAY_PORT, process.env.LOADTEST_FEATURES === 'none' ? { features: [] } : {});
 log.info({ component: 'gateway', port: gw.port }, 'gateway listening');
 process.on('SIGTERM', () => {
   void gw.close().then(async () => {
-    await deps.sql.end({ timeout: 5 });
-    deps.redis.disconnect();
+    await deps.close();
     process.exit(0);
   });
 });

@@ -17,7 +17,7 @@ import { Removals } from './teacher/removals.js';
  * (board feed, person relay) before the others run.
  */
 export function defaultFeatures(deps: Deps): GatewayFeature[] {
-  const removals = new Removals(deps.sql);
+  const removals = new Removals(deps.sql, deps.readSql);
   const hub = new LessonHub(deps, (conn) => removals.isRemoved(conn.link));
   const media = new MediaStates(deps.redis);
   return [boardFeature(hub), teacherFeature(deps, hub, media, removals), callFeature(deps, hub, media), chatFeature(deps), pageFeature(deps)];

@@ -16,7 +16,7 @@ export class AuthCache {
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
-    private readonly deps: Pick<Deps, 'sql' | 'log'>,
+    private readonly deps: Pick<Deps, 'sql' | 'readSql' | 'log'>,
     private readonly ttlMs = 30_000,
     private readonly maxEntries = 10_000,
   ) {}
@@ -39,7 +39,7 @@ export class AuthCache {
     const cacheKey = sha256(apiKey).toString('base64');
     const hit = this.entries.get(cacheKey);
     if (hit && hit.expires > Date.now()) return hit.auth;
-    const auth = await authenticateApiKey(this.deps.sql, apiKey);
+    const auth = await authenticateApiKey(this.deps.readSql, apiKey);
     if (auth) {
       if (this.entries.size >= this.maxEntries) this.entries.clear();
       this.entries.set(cacheKey, { auth, expires: Date.now() + this.ttlMs });

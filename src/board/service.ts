@@ -68,7 +68,7 @@ export class BoardService {
   private closed = false;
 
   constructor(
-    private readonly deps: Pick<Deps, 'sql' | 'redis' | 'clock' | 'log' | 'config'>,
+    private readonly deps: Pick<Deps, 'sql' | 'readSql' | 'redis' | 'clock' | 'log' | 'config'>,
     opts: Partial<BoardServiceOptions> = {},
   ) {
     this.opts = {
@@ -140,7 +140,7 @@ export class BoardService {
   async join(lessonId: string, listener: BoardListener): Promise<{ seq: number; leave: () => void }> {
     let entry = this.feeds.get(lessonId);
     if (!entry) {
-      const feed = new LessonFeed(this.opts.gapMs, async () => (await this.store.head(this.deps.sql, lessonId))?.seq ?? 0);
+      const feed = new LessonFeed(this.opts.gapMs, async () => (await this.store.head(this.deps.readSql, lessonId))?.seq ?? 0);
       const created: FeedEntry = { feed, ready: this.startFeed(lessonId, feed) };
       entry = created;
       this.feeds.set(lessonId, created);
@@ -170,7 +170,7 @@ export class BoardService {
   /** Subscribe first, then read the seq: every commit after the read is published after we listen. */
   private async startFeed(lessonId: string, feed: LessonFeed): Promise<void> {
     await this.sub.subscribe(this.channel(lessonId));
-    const head = await this.store.head(this.deps.sql, lessonId);
+    const head = await this.store.head(this.deps.readSql, lessonId);
     feed.start(head?.seq ?? 0);
   }
 

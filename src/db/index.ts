@@ -8,11 +8,13 @@ export type Db = Sql | Tx;
 /**
  * postgres.js pool. int8 columns are parsed to JS numbers: every int8 we keep
  * (seconds, ids) stays far below 2^53. numeric (rubles) stays a string so money
- * is never a float.
+ * is never a float. `name` is the connections' application_name (what
+ * pg_stat_activity shows an operator).
  */
-export function createSql(url: string, opts: { max?: number; onnotice?: (n: unknown) => void } = {}): Sql {
+export function createSql(url: string, opts: { max?: number; name?: string; onnotice?: (n: unknown) => void } = {}): Sql {
   return postgres(url, {
     max: opts.max ?? 10,
+    connection: { application_name: opts.name ?? 'lessons' },
     idle_timeout: 30,
     connect_timeout: 10,
     onnotice: opts.onnotice ?? (() => {}),

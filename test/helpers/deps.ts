@@ -1,10 +1,7 @@
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createSql } from '../../src/db/index.js';
-import type { Deps } from '../../src/deps.js';
-import { ManualClock, systemClock, type Clock } from '../../src/lib/clock.js';
-import { createLogger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
+import { createDeps, type Deps } from '../../src/deps.js';
+import { ManualClock, type Clock } from '../../src/lib/clock.js';
 
 export { ManualClock };
 
@@ -28,18 +25,17 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 
 /** Real Postgres and Redis connections for a test file; call `close` in afterAll. */
 export function makeDeps(opts: { env?: Record<string, string>; clock?: Clock } = {}): Deps & { close: () => Promise<void> } {
-  const config = testConfig(opts.env);
-  const sql = createSql(config.DATABASE_URL, { max: 5 });
-  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
-  return {
-    config,
-    sql,
-    redis,
-    clock: opts.clock ?? systemClock,
-    log: createLogger(config.LOG_LEVEL),
-    close: async () => {
-      await sql.end({ timeout: 5 });
-      redis.disconnect();
-    },
-  };
+  return createDeps(testConfig({ DATABASE_POOL_SIZE: '5', ...opts.env }), { clock: opts.clock });
+}
+
+/** makeDeps for a whole test file: closed in the file's afterAll. */
+export function fileDeps(opts: { env?: Record<string, string>; clock?: Clock } = {}): Deps {
+  const deps = makeDeps(opts);
+  afterAll(() => deps.close());
+  return deps;
+}
+
+/** `at(s)`: the instant s seconds after t0 (tests that write fixed times). */
+export function secondsAfter(t0: Date): (s: number) => Date {
+  return (s) => new Date(t0.getTime() + s * 1000);
 }

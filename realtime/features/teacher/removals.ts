@@ -8,7 +8,11 @@ import { publicPersonId } from '../../Gateway.js';
  * refused for as long as they would be valid; a link issued later works.
  */
 export class Removals {
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    /** the read pool (Deps.readSql): the check runs on every upgrade and page load */
+    private readonly reads: Sql,
+  ) {}
 
   /** Records the removal (again: a later removal also refuses links issued in between). */
   async remove(lessonId: string, personId: string, by: string, at: Date): Promise<void> {
@@ -20,7 +24,7 @@ export class Removals {
 
   /** One primary-key probe per upgrade and page load. */
   async isRemoved(link: ResolvedLink): Promise<boolean> {
-    const rows = await this.sql`
+    const rows = await this.reads`
       SELECT 1 FROM lesson_removals r JOIN links k ON k.id = ${link.link_id}
       WHERE r.lesson_id = ${link.lesson_id} AND r.person_id = ${publicPersonId(link.lesson_id, link.user_hash)}
         AND k.created_at <= r.removed_at`;

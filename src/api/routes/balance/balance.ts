@@ -12,7 +12,7 @@ export const balanceRoutes = [
     errors: [],
     async handler(ctx) {
       const { deps, auth } = ctx.state;
-      ctx.body = presentBalance(await getBalance(deps.sql, auth.partner.id));
+      ctx.body = presentBalance(await getBalance(deps.readSql, auth.partner.id));
     },
   }),
 ];

@@ -42,10 +42,10 @@ export const lessonRoutes = [
     async handler(ctx, { query }) {
       const { deps, auth } = ctx.state;
       if (query.external_id !== undefined) {
-        ctx.body = (await findLessonsByExternalId(deps.sql, auth.partner.id, query.external_id)).map(presentLesson);
+        ctx.body = (await findLessonsByExternalId(deps.readSql, auth.partner.id, query.external_id)).map(presentLesson);
         return;
       }
-      const page = await listLessons(deps.sql, auth.partner.id, { limit: query.limit, after: query.after });
+      const page = await listLessons(deps.readSql, auth.partner.id, { limit: query.limit, after: query.after });
       if (page.length === query.limit) {
         const next = new URLSearchParams({ limit: String(query.limit), after: page[page.length - 1].id });
         ctx.set('Link', `<${ctx.path}?${next}>; rel="next"`);
@@ -63,7 +63,7 @@ export const lessonRoutes = [
     errors: ['not_found', 'archived'],
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
-      ctx.body = presentLesson(await getLiveLesson(deps.sql, auth.partner.id, params.id));
+      ctx.body = presentLesson(await getLiveLesson(deps.readSql, auth.partner.id, params.id));
     },
   }),
   defineRoute({
