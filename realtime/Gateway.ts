@@ -14,7 +14,6 @@ import { LessonRoom, type Fanout } from './LessonRoom.js';
 import { Batcher } from './lib/Batcher.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { gatewayTiming } from './timing.js';
-import { createSql, type Sql } from '../src/db/index.js';
 import type { Redis } from '../src/redis.js';
 import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
 import { Meter } from './metering/Meter.js';
@@ -52,11 +51,6 @@ export class Gateway implements GatewayApi {
   readonly pendingLeaves: { lessonId: string; connId: string; at: number }[] = [];
   private readonly features: GatewayFeature[];
   private readonly announcer: JoinAnnouncer;
-  /**
-   * A small pool of its own for the reads on the join path (token lookups,
-   * meter seeds): they never queue behind meter writes and event batches.
-   */
-  readonly readSql: Sql;
   readonly redis: Redis;
   private readonly seeds: Batcher<string, MeterSeed | undefined>;
   private fanout: Fanout | undefined;
@@ -77,7 +71,7 @@ export class Gateway implements GatewayApi {
     this.redis = deps.redis.duplicate({ enableAutoPipelining: true });
     this.redis.on('error', (err) => this.log.warn({ err: err.message }, 'redis error'));
     // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
-    this.seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(this.readSql, ids), { delayMs: 1, max: 100, concurrency: 3 });
+    this.seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(deps.readSql, ids), { delayMs: 1, max: 100, concurrency: 3 });
     this.presence = new RedisPresence(this.redis, {
       idleMs: this.timing.idleMs,
       leaseMs: this.timing.leaseMs,
@@ -86,9 +80,8 @@ export class Gateway implements GatewayApi {
       startRetryMs: this.timing.startRetryMs,
       loadSeed: (lessonId) => this.seeds.add(lessonId),
     });
-    this.readSql = createSql(deps.config.DATABASE_URL, { max: 3 });
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
-    this.admission = new Admission(deps, this.readSql);
+    this.admission = new Admission(deps);
     this.announcer = new JoinAnnouncer(deps.sql, this.log);
     this.bus = new LessonBus(
       this.redis,
@@ -206,13 +199,17 @@ export class Gateway implements GatewayApi {
 
   private async join(conn: ClientConnection, room: LessonRoom, freshRoom: boolean): Promise<void> {
     const t0 = performance.now();
-    const extras = await this.featureWelcome(conn);
     // A lesson new on this node is often new to Redis too (its first arrival):
-    // read its meter seed from Postgres while the bus subscribes, instead of
-    // after Redis asks for it (two round trips more before welcome). Read just
-    // before the script, like the seed Redis asks for; used only if Redis has no meter.
+    // read its meter seed from Postgres while the features prepare the welcome
+    // and the bus subscribes, instead of after Redis asks for it (two round
+    // trips more before welcome). Used only if Redis has no meter for the
+    // lesson, and then no node has written the lesson's meter since: a node
+    // flushes a meter only while Redis holds it.
     const seedRead = freshRoom ? this.seeds.add(conn.lessonId).catch(() => undefined) : undefined;
+    const extras = await this.featureWelcome(conn);
+    const tFeatures = performance.now();
     await room.busReady;
+    const tBus = performance.now();
     const seed = await seedRead;
     const t1 = performance.now();
     if (conn.state === 'closed') return;
@@ -233,7 +230,7 @@ export class Gateway implements GatewayApi {
     if (conn.state !== 'admitting') return;
     room.makePresent(conn, welcomeFrame(conn, res.people, seq, extras, this.deps.config), seq);
     if (this.log.isLevelEnabled('debug')) {
-      this.log.debug({ lesson_id: conn.lessonId, bus_ms: +(t1 - t0).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
+      this.log.debug({ lesson_id: conn.lessonId, features_ms: +(tFeatures - t0).toFixed(2), bus_ms: +(tBus - tFeatures).toFixed(2), seed_wait_ms: +(t1 - tBus).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
     }
     for (const f of this.features) {
       if (f.onPresent) void Promise.resolve(f.onPresent(this.featureContext(conn))).catch((err) => this.log.error({ err, feature: f.name }, 'onPresent failed'));
@@ -304,6 +301,17 @@ export class Gateway implements GatewayApi {
   }
 
   // ---- lifecycle -----------------------------------------------------------
+
+  /**
+   * Before serving: opens the read pool's connections and loads the presence
+   * scripts, so that the first arrivals after a start (everyone reconnecting
+   * after a deploy) do not also wait for connections to be made and scripts to
+   * be sent. A failure is left to the first real use to report.
+   */
+  async warmUp(): Promise<void> {
+    const reads = Array.from({ length: this.deps.config.DATABASE_READ_POOL_SIZE }, () => this.deps.readSql`SELECT 1`);
+    await Promise.all([...reads, this.presence.warmUp()]).catch((err) => this.log.warn({ err: (err as Error).message }, 'warm-up failed'));
+  }
 
   /**
    * The lesson was deleted (pg_notify, or found by the sweeper): metering

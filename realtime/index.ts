@@ -30,6 +30,8 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
   // Take the lease before serving, so other nodes never see our people without one.
   await maintenance.guard('heartbeat', () => maintenance.heartbeat());
   const unlisten = await listenForArchives(gateway);
+  await gateway.admission.start();
+  await gateway.warmUp();
   maintenance.start();
   const socket = await listen(server.app, deps.config.HOST, port);
   let closing: Promise<void> | undefined;
@@ -47,8 +49,8 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
         for (const f of gateway.featureList()) await f.close?.().catch((err) => gateway.log.error({ err, feature: f.name }, 'feature close failed'));
         await gateway.presence.leaveNode(gateway.nodeId).catch(() => undefined);
         await unlisten().catch(() => undefined);
+        await gateway.admission.stop().catch(() => undefined);
         await gateway.bus.close();
-        await gateway.readSql.end({ timeout: 5 });
         gateway.redis.disconnect();
         server.stop();
       })()),

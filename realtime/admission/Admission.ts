@@ -1,6 +1,11 @@
-import type { Db } from '../../src/db/index.js';
 import type { Deps } from '../../src/deps.js';
-import { linkTokenHash, resolveLinkTokenHashes, type ResolvedLink } from '../../src/domain/links.js';
+import {
+  LINK_ISSUED_CHANNEL,
+  linkTokenHash,
+  parseIssuedLinkNotice,
+  resolveLinkTokenHashes,
+  type ResolvedLink,
+} from '../../src/domain/links.js';
 import { Batcher } from '../lib/Batcher.js';
 
 export type Refusal = { ok: false; status: 401 | 403 | 410 | 429 | 503; code: string; message: string };
@@ -27,27 +32,55 @@ const ARCHIVED_MAX = 10_000;
  * expiry (deps.clock), the lesson not archived, the Origin allowlist, and a
  * per-IP connection cap (per node: docs/protocol.md).
  *
- * The cache is keyed by the token's hash, never the token. An archive is
- * seen at once through `markArchived` (the gateway hears lesson_archived),
- * so a cached link of a deleted lesson is refused without waiting for expiry.
+ * The cache is keyed by the token's hash, never the token. A link issued while
+ * this node listens arrives by `link_issued` (sent by Postgres only when the
+ * link committed) and stays cached until it expires, so its first upgrade
+ * needs no lookup; the most recent CACHE_MAX links are kept, older ones are
+ * looked up as before. An archive is seen at once through `markArchived` (the
+ * gateway hears lesson_archived): the lesson's cached links are dropped and
+ * refused. A missed notification is only a cache miss, except a missed
+ * archive: so the whole cache is dropped whenever the LISTEN connection
+ * (re)connects, as the API's key cache does.
  */
 export class Admission {
-  private readonly cache = new Map<string, { link: ResolvedLink; at: number }>();
+  private readonly cache = new Map<string, { link: ResolvedLink; at: number; pushed: boolean }>();
+  /** cache keys by lesson, to drop a deleted lesson's links */
+  private readonly byLesson = new Map<string, Set<string>>();
+  private unlisten: (() => Promise<void>) | undefined;
+  /** tokens looked up in Postgres (a figure for tests and benchmarks) */
+  lookupsMade = 0;
   private readonly archived = new Map<string, true>();
   private readonly perIp = new Map<string, number>();
   private readonly ttlMs: number;
   private readonly origins: Set<string>;
   private readonly lookups: Batcher<Buffer, ResolvedLink | undefined>;
 
-  constructor(
-    private readonly deps: Deps,
-    /** the pool token lookups use (the gateway's read pool) */
-    db: Db = deps.sql,
-  ) {
+  constructor(private readonly deps: Deps) {
     // a burst of arrivals (a class joining) costs one index probe per token but one round trip per batch
-    this.lookups = new Batcher((hashes) => resolveLinkTokenHashes(db, hashes), { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: 3 });
+    this.lookups = new Batcher((hashes) => {
+      this.lookupsMade += hashes.length;
+      return resolveLinkTokenHashes(deps.readSql, hashes);
+    }, { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: 3 });
     this.ttlMs = deps.config.GATEWAY_TOKEN_CACHE_SECONDS * 1000;
     this.origins = new Set(deps.config.GATEWAY_ALLOWED_ORIGINS.map((o) => o.replace(/\/+$/, '').toLowerCase()));
+  }
+
+  /** Hears the links issued from now on (LINK_ISSUED_CHANNEL); drops the cache on every (re)connect. */
+  async start(): Promise<void> {
+    const req = await this.deps.sql.listen(
+      LINK_ISSUED_CHANNEL,
+      (payload) => {
+        const notice = parseIssuedLinkNotice(payload);
+        if (notice && !this.archived.has(notice.link.lesson_id)) this.remember(notice.hash, notice.link, 0, true);
+      },
+      () => this.clear(),
+    );
+    this.unlisten = req.unlisten;
+  }
+
+  async stop(): Promise<void> {
+    await this.unlisten?.();
+    this.clear();
   }
 
   async checkLink(token: string | undefined): Promise<LinkCheck> {
@@ -57,15 +90,10 @@ export class Admission {
     const now = this.deps.clock.now().getTime();
     const key = hash.toString('base64');
     let entry = this.cache.get(key);
-    if (!entry || now - entry.at > this.ttlMs) {
+    if (!entry || (!entry.pushed && now - entry.at > this.ttlMs)) {
       const link = await this.lookups.add(hash);
       if (!link) return refusals.unauthorized;
-      entry = { link, at: now };
-      if (this.ttlMs > 0) {
-        this.cache.delete(key);
-        this.cache.set(key, entry);
-        if (this.cache.size > CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
-      }
+      entry = this.ttlMs > 0 ? this.remember(key, link, now, false) : { link, at: now, pushed: false };
     }
     const { link } = entry;
     if (link.expires_at.getTime() <= now) return refusals.unauthorized;
@@ -96,5 +124,38 @@ export class Admission {
   markArchived(lessonId: string): void {
     this.archived.set(lessonId, true);
     if (this.archived.size > ARCHIVED_MAX) this.archived.delete(this.archived.keys().next().value!);
+    for (const key of this.byLesson.get(lessonId) ?? []) this.cache.delete(key);
+    this.byLesson.delete(lessonId);
+  }
+
+  /** Whether a token's link is in the cache (tests). */
+  cached(token: string): boolean {
+    const hash = linkTokenHash(token);
+    return hash !== undefined && this.cache.has(hash.toString('base64'));
+  }
+
+  private remember(key: string, link: ResolvedLink, at: number, pushed: boolean) {
+    const entry = { link, at, pushed };
+    this.forget(key);
+    this.cache.set(key, entry);
+    let keys = this.byLesson.get(link.lesson_id);
+    if (!keys) this.byLesson.set(link.lesson_id, (keys = new Set()));
+    keys.add(key);
+    if (this.cache.size > CACHE_MAX) this.forget(this.cache.keys().next().value!);
+    return entry;
+  }
+
+  private forget(key: string): void {
+    const entry = this.cache.get(key);
+    if (!entry) return;
+    this.cache.delete(key);
+    const keys = this.byLesson.get(entry.link.lesson_id);
+    keys?.delete(key);
+    if (keys?.size === 0) this.byLesson.delete(entry.link.lesson_id);
+  }
+
+  private clear(): void {
+    this.cache.clear();
+    this.byLesson.clear();
   }
 }

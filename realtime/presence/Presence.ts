@@ -86,6 +86,8 @@ export interface JoinInput {
 }
 
 export interface Presence {
+  /** Before serving: whatever makes the first calls as fast as the later ones (loading scripts). */
+  warmUp(): Promise<void>;
   join(lessonId: string, input: JoinInput): Promise<JoinResult>;
   /** undefined when the connection was not registered (e.g. Redis lost it) */
   leave(lessonId: string, conn: string, now: number): Promise<LeaveResult | undefined>;

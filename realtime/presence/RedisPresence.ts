@@ -32,7 +32,8 @@ export interface RedisPresenceOptions {
 type Reply = (string | number | Reply)[];
 type ScriptRunner = (root: string, ...args: (string | number)[]) => Promise<Reply>;
 
-const SCRIPTS = {
+/** The presence scripts, by the command name ioredis runs them under. */
+export const SCRIPTS = {
   gwJoin: lua.JOIN,
   gwLeave: lua.LEAVE,
   gwHeartbeat: lua.HEARTBEAT,
@@ -59,7 +60,7 @@ export class RedisPresence implements Presence {
   private readonly run: Record<keyof typeof SCRIPTS, ScriptRunner>;
 
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     private readonly opts: RedisPresenceOptions,
   ) {
     this.root = opts.namespace ?? 'gw:';
@@ -69,6 +70,11 @@ export class RedisPresence implements Presence {
       if (typeof r[name] !== 'function') redis.defineCommand(name, { numberOfKeys: 1, lua: source });
       this.run[name] = (...args) => r[name].call(redis, ...args);
     }
+  }
+
+  /** Loads the scripts into Redis, so the first arrivals do not each pay a NOSCRIPT round trip. */
+  async warmUp(): Promise<void> {
+    await Promise.all(Object.values(SCRIPTS).map((source) => this.redis.script('LOAD', source)));
   }
 
   async join(lessonId: string, input: JoinInput): Promise<JoinResult> {

@@ -97,15 +97,19 @@ export async function listLessons(
 /**
  * Archives a lesson (DELETE). Returns the archived row; 410 when it was archived
  * already. Closing its sockets and charging its running session is the
- * gateway's part: it hears `lesson_archived` through pg_notify after commit.
+ * gateway's part: it hears `lesson_archived`, sent by the statement that
+ * archives (so it is sent if and only if the archive commits: gateways trust
+ * it to drop the links they cached).
  */
 export async function archiveLesson(db: Db, partnerId: string, id: string, at: Date): Promise<Lesson> {
-  const [lesson] = await db<Lesson[]>`
-    UPDATE lessons SET archived_at = ${at}
-    WHERE id = ${id} AND partner_id = ${partnerId} AND archived_at IS NULL
-    RETURNING *`;
-  if (lesson) {
-    await db`SELECT pg_notify('lesson_archived', ${lesson.id})`;
+  const [row] = await db<(Lesson & { notified: unknown })[]>`
+    WITH archived AS (
+      UPDATE lessons SET archived_at = ${at}
+      WHERE id = ${id} AND partner_id = ${partnerId} AND archived_at IS NULL
+      RETURNING *)
+    SELECT archived.*, pg_notify('lesson_archived', archived.id) AS notified FROM archived`;
+  if (row) {
+    const { notified: _, ...lesson } = row;
     return lesson;
   }
   await getLiveLesson(db, partnerId, id); // throws 404 or 410

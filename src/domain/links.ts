@@ -27,9 +27,27 @@ export function hashUserId(partner: Pick<Partner, 'user_hash_key'>, userId: stri
 }
 
 /**
+ * Gateways LISTEN on this channel: a new link is announced (by its token's
+ * hash, never the token) in the statement that stores it, so Postgres sends it
+ * only if the insert commits, and always before the lesson's
+ * `lesson_archived` (issueLink); a gateway can then admit
+ * the link's first upgrade without a lookup (realtime/admission/Admission.ts).
+ * The payload stays far below Postgres's 8,000 bytes (title 255, external_id
+ * 128 and name 60 characters at most).
+ */
+export const LINK_ISSUED_CHANNEL = 'link_issued';
+
+/** What LINK_ISSUED_CHANNEL carries: the token's sha256 (base64) and the link as a lookup resolves it. */
+export interface IssuedLinkNotice {
+  hash: string;
+  link: ResolvedLink;
+}
+
+/**
  * Issues a personal entry link. Only the token's sha256 is stored; the token
  * itself exists only in this response. No new links while the balance has no
- * seconds left (402 minutes_exhausted, docs/api-decisions.md).
+ * seconds left (402 minutes_exhausted, docs/api-decisions.md), nor for a
+ * lesson archived meanwhile (410 archived).
  */
 export async function issueLink(
   db: Db,
@@ -39,12 +57,39 @@ export async function issueLink(
   const [bal] = await db<{ balance_seconds: number }[]>`SELECT balance_seconds FROM partners WHERE id = ${partner.id}`;
   if (!bal || bal.balance_seconds <= 0) throw Errors.minutesExhausted();
   const token = randomToken(32);
-  const expiresAt = new Date(at.getTime() + input.ttl_minutes * 60_000);
-  await db`
-    INSERT INTO links (id, lesson_id, partner_id, token_hash, user_hash, name, role, expires_at, created_at)
-    VALUES (${newId('lnk')}, ${lesson.id}, ${partner.id}, ${sha256(token)}, ${hashUserId(partner, input.user.id)},
-            ${input.user.name}, ${input.user.role}, ${expiresAt}, ${at})`;
-  return { url: `${opts.embedBaseUrl}/embed/${token}`, token, expires_at: expiresAt };
+  const tokenHash = sha256(token);
+  const link: ResolvedLink = {
+    link_id: newId('lnk'),
+    lesson_id: lesson.id,
+    partner_id: partner.id,
+    user_hash: hashUserId(partner, input.user.id),
+    name: input.user.name,
+    role: input.user.role,
+    expires_at: new Date(at.getTime() + input.ttl_minutes * 60_000),
+    lesson_mode: lesson.mode,
+    subject_mode: lesson.subject_mode,
+    lesson_title: lesson.title,
+    external_id: lesson.external_id,
+    archived: false,
+  };
+  const notice: IssuedLinkNotice = { hash: tokenHash.toString('base64'), link };
+  // The lesson is read FOR SHARE, which waits for an archive in progress (its
+  // UPDATE) and holds off one that comes later: either the link commits, and
+  // is announced, before the lesson's archive, or it sees the archive and is
+  // not issued at all. Without the lock both could commit, the link's
+  // announcement after the archive's.
+  const issued = await db`
+    WITH live AS (
+      SELECT id FROM lessons WHERE id = ${lesson.id} AND archived_at IS NULL FOR SHARE),
+    issued AS (
+      INSERT INTO links (id, lesson_id, partner_id, token_hash, user_hash, name, role, expires_at, created_at)
+      SELECT ${link.link_id}, live.id, ${partner.id}, ${tokenHash}, ${link.user_hash},
+             ${link.name}, ${link.role}, ${link.expires_at}, ${at}
+      FROM live
+      RETURNING id)
+    SELECT pg_notify(${LINK_ISSUED_CHANNEL}, ${JSON.stringify(notice)}) FROM issued`;
+  if (issued.length === 0) throw Errors.archived();
+  return { url: `${opts.embedBaseUrl}/embed/${token}`, token, expires_at: link.expires_at };
 }
 
 export interface ResolvedLink {
@@ -94,4 +139,17 @@ export async function resolveLinkTokenHashes(db: Db, tokenHashes: (Buffer | unde
   const byHash = new Map<string, ResolvedLink>();
   for (const { token_hex, ...link } of rows) byHash.set(token_hex, link);
   return hashes.map((h) => (h === undefined ? undefined : byHash.get(h)));
+}
+
+/** Reads a LINK_ISSUED_CHANNEL payload; undefined for anything else (it is only a hint: a lookup still works). */
+export function parseIssuedLinkNotice(payload: string): IssuedLinkNotice | undefined {
+  try {
+    const n = JSON.parse(payload) as IssuedLinkNotice;
+    if (typeof n?.hash !== 'string' || typeof n.link?.lesson_id !== 'string') return undefined;
+    const expires = new Date(n.link.expires_at);
+    if (Number.isNaN(expires.getTime())) return undefined;
+    return { hash: n.hash, link: { ...n.link, expires_at: expires, archived: false } };
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
-import { resolveLinkToken } from '../../src/domain/links.js';
+import { archiveLesson } from '../../src/domain/lessons.js';
+import { LINK_ISSUED_CHANNEL, resolveLinkToken } from '../../src/domain/links.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
@@ -89,5 +90,38 @@ describe('POST /lessons/{id}/links', () => {
     expect(res.body).toEqual({ detail: { code: 'minutes_exhausted', message: expect.any(String) } });
     const [count] = await api.deps.sql`SELECT count(*)::int AS n FROM links WHERE lesson_id = ${l}`;
     expect(count.n).toBe(0);
+  });
+
+  it('answers 410 and issues and announces nothing when the lesson is deleted while the link is being issued', async () => {
+    const { sql } = api.deps;
+    const l = (await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'Deleted meanwhile' } })).body.id;
+    const announced: string[] = [];
+    const listening = await sql.listen(LINK_ISSUED_CHANNEL, (payload) => announced.push(payload));
+    try {
+      let commitDelete!: () => void;
+      const deleting = sql.begin(async (tx) => {
+        await archiveLesson(tx, p.partner.id, l, clock.now());
+        await new Promise<void>((r) => (commitDelete = r));
+      });
+      await expect.poll(() => commitDelete).toBeDefined();
+      // the request finds the lesson live (the delete is not committed) and waits at the insert
+      const issuing = api.request('POST', `/lessons/${l}/links`, { key: p.apiKey, body: { user } });
+      await expect
+        .poll(async () => (await sql`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO links%'`).length)
+        .toBe(1);
+      commitDelete();
+      await deleting;
+      const res = await issuing;
+      expect(res.status).toBe(410);
+      expect(res.body.detail.code).toBe('archived');
+      expect(await sql`SELECT 1 FROM links WHERE lesson_id = ${l}`).toHaveLength(0);
+      // an announcement would have arrived with the commit; a link issued afterwards arrives after it
+      const other = (await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'Live' } })).body.id;
+      expect((await api.request('POST', `/lessons/${other}/links`, { key: p.apiKey, body: { user } })).status).toBe(201);
+      await expect.poll(() => announced.length).toBe(1);
+      expect(JSON.parse(announced[0]).link.lesson_id).toBe(other);
+    } finally {
+      await listening.unlisten();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import http from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { archiveLesson } from '../../src/domain/lessons.js';
 import { CursorRelayMessage, ErrorMessage, PresenceMessage, WelcomeMessage } from '../../realtime/protocol/serverMessages.js';
 import { startTestGateway } from './helpers/gateway.js';
 import { join, TestClient } from './helpers/client.js';
@@ -24,9 +25,59 @@ describe('upgrade', () => {
   it('refuses a link of an archived lesson with HTTP 410', async () => {
     const f = await lessonWithLinks(sql);
     const token = await f.link('ann');
-    await sql`UPDATE lessons SET archived_at = now() WHERE id = ${f.lesson.id}`;
+    await archiveLesson(sql, f.partner.id, f.lesson.id, new Date());
+    await vi.waitFor(() => expect(gw.gateway.admission.cached(token)).toBe(false));
     const c = new TestClient(gw.wsUrl(token));
     await expect(c.opened).rejects.toThrow(/410/);
+  });
+
+  describe('links announced by Postgres when they are issued (link_issued)', () => {
+    const admission = gw.gateway.admission;
+    const heard = (token: string) => vi.waitFor(() => expect(admission.cached(token)).toBe(true));
+
+    it('admits the first upgrade of a link issued while the gateway listens without a lookup', async () => {
+      const f = await lessonWithLinks(sql);
+      const ann = await f.link('ann', { name: 'Ann' });
+      await heard(ann);
+      const before = admission.lookupsMade;
+      const c = await join(gw.wsUrl(ann));
+      expect(c.messages[0]).toMatchObject({ type: 'welcome', you: { name: 'Ann', role: 'student' }, lesson: { id: f.lesson.id } });
+      expect(admission.lookupsMade).toBe(before);
+      c.close();
+    });
+
+    it('still refuses an announced link once it expires', async () => {
+      const f = await lessonWithLinks(sql);
+      const late = await f.link('late', { ttl: 15, at: new Date(Date.now() - 16 * 60_000) });
+      await heard(late);
+      await expect(new TestClient(gw.wsUrl(late)).opened).rejects.toThrow(/401/);
+    });
+
+    it("drops a deleted lesson's announced links at once, and announces no link of a deleted lesson", async () => {
+      const f = await lessonWithLinks(sql);
+      const ann = await f.link('ann');
+      await heard(ann);
+      await archiveLesson(sql, f.partner.id, f.lesson.id, new Date());
+      await vi.waitFor(() => expect(admission.cached(ann)).toBe(false));
+      await expect(new TestClient(gw.wsUrl(ann)).opened).rejects.toThrow(/410/);
+      // issued after the delete (a race with the API's check): no announcement, the lookup sees the delete
+      const before = admission.lookupsMade;
+      const late = await f.link('late');
+      await expect(new TestClient(gw.wsUrl(late)).opened).rejects.toThrow(/410/);
+      expect(admission.lookupsMade).toBe(before + 1);
+    });
+
+    it('forgets every announced link when its LISTEN connection comes back (a delete may have been missed)', async () => {
+      const f = await lessonWithLinks(sql);
+      const ann = await f.link('ann');
+      await heard(ann);
+      await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND query ILIKE 'listen %' AND pid <> pg_backend_pid()`;
+      await vi.waitFor(() => expect(admission.cached(ann)).toBe(false), { timeout: 10_000 });
+      const c = await join(gw.wsUrl(ann));
+      expect(c.messages[0]).toMatchObject({ type: 'welcome' });
+      c.close();
+    });
   });
 
   it('answers the refused upgrade with the API error body', async () => {
