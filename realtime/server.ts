@@ -7,13 +7,15 @@ import type { ClientConnection, SocketLike } from './ClientConnection.js';
 import type { HttpReply } from './features.js';
 import type { Gateway } from './Gateway.js';
 import { placeholderPage, refusalPage } from './http/embedPage.js';
+import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upgrade.js';
 
 /**
  * uWS glue, and nothing else: HTTP routes, the upgrade check, and socket
  * events handed to the Gateway. uWS rules followed here: the upgrade request
  * is only readable synchronously, so everything is copied out of it first;
  * a response answered after an await checks onAborted and writes inside
- * res.cork; a socket is never touched after its close event.
+ * res.cork, except an upgrade after the link check (http/upgrade.ts: a uWS
+ * v20.30 bug); a socket is never touched after its close event.
  */
 interface UserData {
   link?: ResolvedLink;
@@ -72,6 +74,12 @@ class Keepalive {
     this.sockets.delete(s);
   }
 
+  /** An open socket of this node, if any (closed ones are removed at their close event). */
+  anyOpen(): UwsSocket | undefined {
+    for (const s of this.sockets) if (!s.closed) return s;
+    return undefined;
+  }
+
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
@@ -96,6 +104,7 @@ class Keepalive {
 
 const STATUS: Record<number, string> = {
   200: '200 OK',
+  400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',
   404: '404 Not Found',
@@ -224,7 +233,9 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
       const origin = req.getHeader('origin') || undefined;
+      const connection = req.getHeader('connection');
       const ip = clientIp(res, req.getHeader('x-forwarded-for'), config.GATEWAY_TRUST_PROXY);
+      if (!isUpgradeHandshake(connection)) return reply(res, refusalReply(notAHandshake));
       if (!accepting) return reply(res, refusalReply(refusals.unavailable));
       if (!admission.originAllowed(origin)) return reply(res, refusalReply(refusals.origin));
       if (!admission.reserveIp(ip)) return reply(res, refusalReply(refusals.perIp));
@@ -242,7 +253,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
             admission.releaseIp(ip);
             return reply(res, refusalReply(check.ok ? refusals.unavailable : check));
           }
-          res.cork(() => res.upgrade<UserData>({ link: check.link, ip }, key, protocol, extensions, context));
+          upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip }, key, protocol, extensions, context));
         },
         (err) => {
           gw.log.warn({ err: (err as Error).message }, 'link check failed');

@@ -8,7 +8,7 @@ import {
 } from '../../src/domain/links.js';
 import { Batcher } from '../lib/Batcher.js';
 
-export type Refusal = { ok: false; status: 401 | 403 | 410 | 429 | 503; code: string; message: string };
+export type Refusal = { ok: false; status: 400 | 401 | 403 | 410 | 429 | 503; code: string; message: string };
 export type LinkCheck = { ok: true; link: ResolvedLink } | Refusal;
 
 export const refusals = {
