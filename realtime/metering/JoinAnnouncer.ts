@@ -1,7 +1,8 @@
 import type { Sql } from '../../src/db/index.js';
 import type { Logger } from '../../src/logger.js';
 import { recordParticipantsJoined, type ParticipantJoin } from '../../src/metering/participants.js';
-import { Limiter, withRetry } from '../lib/Limiter.js';
+import { Batcher } from '../lib/Batcher.js';
+import { withRetry } from '../lib/Limiter.js';
 
 /** Arrivals are collected this long (or up to BATCH_MAX) before one transaction records them. */
 const BATCH_MS = 20;
@@ -15,33 +16,25 @@ const BATCH_MAX = 200;
  * batch commits.
  */
 export class JoinAnnouncer {
-  private pending: ParticipantJoin[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private readonly limiter = new Limiter(2);
+  private readonly batcher: Batcher<ParticipantJoin>;
 
-  constructor(
-    private readonly sql: Sql,
-    private readonly log: Logger,
-  ) {}
+  constructor(sql: Sql, log: Logger) {
+    this.batcher = new Batcher<ParticipantJoin, void>(
+      async (batch) => {
+        await withRetry(() => recordParticipantsJoined(sql, batch), [200, 1000, 5000]).catch((err) =>
+          log.error({ err, arrivals: batch.length }, 'participant.joined batch failed'),
+        );
+        return batch.map((): void => undefined);
+      },
+      { delayMs: BATCH_MS, max: BATCH_MAX, concurrency: 2 },
+    );
+  }
 
   add(join: ParticipantJoin): void {
-    this.pending.push(join);
-    if (this.pending.length >= BATCH_MAX) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), BATCH_MS);
+    void this.batcher.add(join);
   }
 
-  flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.pending.splice(0);
-    if (batch.length === 0) return;
-    void this.limiter
-      .run(() => withRetry(() => recordParticipantsJoined(this.sql, batch), [200, 1000, 5000]))
-      .catch((err) => this.log.error({ err, arrivals: batch.length }, 'participant.joined batch failed'));
-  }
-
-  async idle(): Promise<void> {
-    this.flush();
-    await this.limiter.idle();
+  idle(): Promise<void> {
+    return this.batcher.idle();
   }
 }

@@ -53,8 +53,7 @@ export async function recordEvent(
 export async function recordEvents(tx: Db, events: NewEvent[]): Promise<OutboxEvent[]> {
   if (events.length === 0) return [];
   const partners = [...new Set(events.map((e) => e.partnerId))].sort();
-  if (partners.length === 1) await tx`SELECT pg_advisory_xact_lock(7243002, hashtext(${partners[0]}))`;
-  else await tx`SELECT pg_advisory_xact_lock(7243002, hashtext(p)) FROM unnest(${partners}::text[]) WITH ORDINALITY AS x(p, n) ORDER BY n`;
+  await tx`SELECT pg_advisory_xact_lock(7243002, hashtext(p)) FROM unnest(${partners}::text[]) WITH ORDINALITY AS x(p, n) ORDER BY n`;
   const rows = await tx<OutboxEvent[]>`
     INSERT INTO events (partner_id, type, data, created_at)
     SELECT p, t, d::jsonb, c FROM unnest(${events.map((e) => e.partnerId)}::text[], ${events.map((e) => e.type)}::text[],

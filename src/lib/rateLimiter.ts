@@ -27,6 +27,8 @@ redis.call('SET', key, tostring(new_tat), 'PX', math.max(1, math.ceil(new_tat - 
 return {grant, math.floor((period - (new_tat - now)) / interval), 0, math.ceil(new_tat - now)}
 `;
 
+type GcraRedis = { gcraTake(key: string, periodMs: number, limit: number, want: number): Promise<number[]> };
+
 export interface RateDecision {
   allowed: boolean;
   remaining: number;
@@ -65,7 +67,6 @@ interface KeyState {
 export class RateLimiter {
   private readonly local = new Map<string, number>();
   private readonly keys = new Map<string, KeyState>();
-  private sha: string | undefined;
   /** Redis calls made (a figure for tests and benchmarks) */
   redisCalls = 0;
 
@@ -74,7 +75,10 @@ export class RateLimiter {
     readonly limit: number,
     readonly periodMs = 60_000,
     private readonly opts: { timeoutMs?: number; onRedisError?: (err: unknown) => void; now?: () => number } = {},
-  ) {}
+  ) {
+    // ioredis runs it by EVALSHA and sends the source again after a Redis restart (NOSCRIPT)
+    if (typeof (redis as unknown as GcraRedis).gcraTake !== 'function') redis.defineCommand('gcraTake', { numberOfKeys: 1, lua: GCRA_LUA });
+  }
 
   /**
    * One request of `key`. A quiet key costs one Redis call per request, exactly
@@ -148,16 +152,8 @@ export class RateLimiter {
     }
   }
 
-  private async evalScript(key: string, want: number): Promise<unknown> {
-    if (this.sha) {
-      try {
-        return await this.redis.evalsha(this.sha, 1, key, this.periodMs, this.limit, want);
-      } catch (err) {
-        if (!String((err as Error).message).includes('NOSCRIPT')) throw err;
-      }
-    }
-    this.sha = (await this.redis.script('LOAD', GCRA_LUA)) as string;
-    return this.redis.evalsha(this.sha, 1, key, this.periodMs, this.limit, want);
+  private evalScript(key: string, want: number): Promise<number[]> {
+    return (this.redis as unknown as GcraRedis).gcraTake(key, this.periodMs, this.limit, want);
   }
 
   /**

@@ -1,12 +1,11 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RateLimiter } from '../../src/lib/rateLimiter.js';
 import { startApi } from '../../src/server.js';
-import { makeDeps } from '../helpers/deps.js';
+import { fileDeps, makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { freePort, spawnService } from '../helpers/process.js';
 
-const deps = makeDeps();
-afterAll(() => deps.close());
+const deps = fileDeps();
 
 async function get(base: string, key: string) {
   const res = await fetch(`${base}/api/partner/v1/balance`, { headers: { authorization: `Bearer ${key}` } });

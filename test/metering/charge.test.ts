@@ -1,18 +1,17 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { topUp } from '../../src/domain/ledger.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
 import { recordParticipantJoined, recordParticipantsJoined } from '../../src/metering/participants.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
-import { makeDeps } from '../helpers/deps.js';
+import { fileDeps, makeDeps, secondsAfter } from '../helpers/deps.js';
 import { balanceOf, partnerFactory } from '../helpers/factories.js';
 import { eventsOf, lessonFactory } from '../helpers/lessons.js';
 
-const deps = makeDeps();
+const deps = fileDeps();
 const { sql } = deps;
-afterAll(() => deps.close());
 
 const T0 = new Date('2026-03-10T10:00:00Z');
-const at = (s: number) => new Date(T0.getTime() + s * 1000);
+const at = secondsAfter(T0);
 
 describe('sessions', () => {
   it('starts one session and records one lesson.started however many callers race', async () => {

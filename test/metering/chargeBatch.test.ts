@@ -1,17 +1,16 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { recordMeteredTime } from '../../src/metering/charge.js';
 import { recordMeteredTimeBatch } from '../../src/metering/charge.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
-import { makeDeps } from '../helpers/deps.js';
+import { fileDeps, makeDeps, secondsAfter } from '../helpers/deps.js';
 import { balanceOf, partnerFactory } from '../helpers/factories.js';
 import { eventsOf, lessonFactory } from '../helpers/lessons.js';
 
-const deps = makeDeps();
+const deps = fileDeps();
 const { sql } = deps;
-afterAll(() => deps.close());
 
 const T0 = new Date('2026-03-12T10:00:00Z');
-const at = (s: number) => new Date(T0.getTime() + s * 1000);
+const at = secondsAfter(T0);
 
 async function sessionIn(partner: Awaited<ReturnType<typeof partnerFactory>>['partner'], mode?: 'full' | 'board_only', start = T0) {
   const lesson = await lessonFactory(sql, partner, { mode });

@@ -1,15 +1,14 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ensureSessionStarted, ensureSessionsStarted } from '../../src/metering/sessions.js';
-import { makeDeps } from '../helpers/deps.js';
+import { fileDeps, secondsAfter } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { eventsOf, lessonFactory } from '../helpers/lessons.js';
 
-const deps = makeDeps();
+const deps = fileDeps();
 const { sql } = deps;
-afterAll(() => deps.close());
 
 const T0 = new Date('2026-03-10T10:00:00Z');
-const at = (s: number) => new Date(T0.getTime() + s * 1000);
+const at = secondsAfter(T0);
 
 describe('batched session starts (the gateway starts a burst of sessions in one transaction)', () => {
   it('starts each lesson once at its own moment, adopts running sessions, skips deleted lessons, one lesson.started each', async () => {

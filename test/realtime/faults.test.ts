@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import { makeDeps } from '../helpers/deps.js';
+import { describe, expect, it } from 'vitest';
+import { fileDeps } from '../helpers/deps.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
@@ -20,10 +20,9 @@ const env = {
   GATEWAY_METER_FLUSH_SECONDS: '1',
   SESSION_IDLE_SECONDS: '2',
 };
-const deps = makeDeps({ env });
+const deps = fileDeps({ env });
 deps.redis.on('error', () => undefined); // this Redis is killed on purpose below
 const { sql } = deps;
-afterAll(() => deps.close());
 const admin = () => new Redis(redis.url, { maxRetriesPerRequest: 1 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number) => ms / 1000;
