@@ -31,6 +31,11 @@ import { cpuSeconds, logPort, spawnUntilPort } from '../lib/service.js';
  * leases, the metering flush), and the largest billing error: every
  * lesson's billed_seconds against the time two or more of its participants
  * were really connected, as the workers measured it.
+ *
+ * Before the measured joins, --warmup connections (default 2 s worth at the
+ * join rate) join lessons of their own the same way and leave: the figures are
+ * those of a running server, not of its first second (JIT, connection pools,
+ * Lua scripts); the cold first second is printed apart ("join latency, cold").
  */
 const { values: a } = parseArgs({
   options: {
@@ -46,6 +51,7 @@ const { values: a } = parseArgs({
     'keep-db': { type: 'boolean', default: false },
     // seconds of holding every connection with no traffic, to measure the server's idle CPU rate
     idle: { type: 'string', default: '5' },
+    warmup: { type: 'string' },
     // the lesson features (board, call, chat) of the participant UI: on (as deployed) or off (the gateway core)
     features: { type: 'string', default: 'on' },
   },
@@ -57,6 +63,7 @@ const CURSOR_RATE = Number(a['cursor-rate']);
 const HOLD = Number(a.hold);
 const W = Number(a.workers);
 const IDLE = Number(a.idle);
+const WARMUP = Number(a.warmup ?? 2 * Number(a['join-rate']));
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BASE_DB = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
@@ -109,8 +116,7 @@ interface LessonLinks {
   tokens: string[];
 }
 
-async function setup(): Promise<LessonLinks[]> {
-  await migrate(dbUrl);
+async function setup(): Promise<{ lessons: LessonLinks[]; warm: LessonLinks[] }> {
   const sql = createSql(dbUrl, { max: 4 });
   const keys: string[] = [];
   for (let i = 0; i < Number(a.partners); i++) {
@@ -129,11 +135,13 @@ async function setup(): Promise<LessonLinks[]> {
   const lessons: LessonLinks[] = [];
   const per = Math.floor(N / M);
   const extra = N % M;
+  // the warm-up's own lessons, of the same size, after the measured ones
+  const warmLessons = WARMUP > 0 ? Math.ceil(WARMUP / Math.max(2, per)) : 0;
   const t0 = Date.now();
-  await pool(M, 16, async (i) => {
+  await pool(M + warmLessons, 16, async (i) => {
     const key = keys[i % keys.length];
     const lesson = await post(key, '/lessons', { title: `Load ${i}`, external_id: `lt-${i}` });
-    const n = per + (i < extra ? 1 : 0);
+    const n = i >= M ? Math.max(2, per) : per + (i < extra ? 1 : 0);
     const tokens: string[] = [];
     for (let k = 0; k < n; k++) {
       const link = await post(key, `/lessons/${lesson.id}/links`, { user: { id: `u-${i}-${k}`, name: `P${k}`, role: k === 0 ? 'teacher' : 'student' }, ttl_minutes: 720 });
@@ -141,10 +149,10 @@ async function setup(): Promise<LessonLinks[]> {
     }
     lessons[i] = { id: lesson.id, tokens };
   });
-  log(`created ${M} lessons and ${N} links through the API in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  log(`created ${M} lessons and ${N} links (and ${warmLessons} lessons for the warm-up) through the API in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   (globalThis as { apiBase?: string; apiKeys?: string[] }).apiBase = base;
   (globalThis as { apiKeys?: string[] }).apiKeys = keys;
-  return lessons;
+  return { lessons: lessons.slice(0, M), warm: lessons.slice(M) };
 }
 
 async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
@@ -161,6 +169,9 @@ interface Result {
   held: number;
   joinP50: number;
   joinP99: number;
+  /** the warm-up's joins: the server's first seconds */
+  coldJoinP50: number;
+  coldJoinP99: number;
   fanoutP50: number;
   fanoutP99: number;
   sent: number;
@@ -179,14 +190,19 @@ interface Result {
   billing?: { lessons: number; maxErrorSeconds: number; over1s: number; maxOutsideWindowSeconds: number };
 }
 
-async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]): Promise<Result> {
+/** The gateway runs before the links are created, as in production: it hears them issued (link_issued). */
+function spawnGateway(): Promise<{ proc: ChildProcess; port: number }> {
+  return spawnService(
+    ['bench/gateway/gatewayEntry.ts'],
+    { ...serviceEnv, GATEWAY_PORT: '0', LOADTEST_FEATURES: a.features === 'off' ? 'none' : 'default' },
+    logPort('gateway listening'),
+  );
+}
+
+async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[], warm: LessonLinks[], gateway?: { proc: ChildProcess; port: number }): Promise<Result> {
   const server =
     target === 'gateway'
-      ? await spawnService(
-          ['bench/gateway/gatewayEntry.ts'],
-          { ...serviceEnv, GATEWAY_PORT: '0', LOADTEST_FEATURES: a.features === 'off' ? 'none' : 'default' },
-          logPort('gateway listening'),
-        )
+      ? (gateway ?? (await spawnGateway()))
       : await spawnService([target === 'ws' ? 'bench/gateway/wsRelay.ts' : 'bench/gateway/uwsRelay.ts'], {}, (line) => {
           try {
             return (JSON.parse(line) as { port?: number }).port;
@@ -199,25 +215,26 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
     target === 'gateway' ? `ws://127.0.0.1:${server.port}/ws?token=${t}` : `ws://127.0.0.1:${server.port}/ws?token=${t}&lesson=${l.id}`;
   const addresses = Array.from({ length: Math.ceil(N / Number(a['per-address'])) }, (_, i) => `127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`);
 
-  const workers = await Promise.all(
-    Array.from({ length: W }, async (_, w) => {
-      const proc = fork(path.join(ROOT, 'bench/gateway/worker.ts'), [], { execArgv: ['--import', 'tsx'], cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-      children.add(proc);
-      proc.on('exit', () => children.delete(proc));
-      const mine = lessons.filter((_, i) => i % W === w);
-      proc.send({
-        cmd: 'init',
-        lessons: mine.map((l) => ({ id: l.id, urls: l.tokens.map((t) => url(l, t)) })),
-        localAddresses: addresses.filter((_, i) => i % W === w),
-        joinRate: JOIN_RATE / W,
-        cursorRate: CURSOR_RATE / W,
-        holdSeconds: HOLD,
-      });
-      await next(proc, 'ready');
-      return proc;
-    }),
-  );
-  const phase = async (cmd: string, ev: string) => {
+  const startWorkers = (of: LessonLinks[]) =>
+    Promise.all(
+      Array.from({ length: W }, async (_, w) => {
+        const proc = fork(path.join(ROOT, 'bench/gateway/worker.ts'), [], { execArgv: ['--import', 'tsx'], cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        children.add(proc);
+        proc.on('exit', () => children.delete(proc));
+        const mine = of.filter((_, i) => i % W === w);
+        proc.send({
+          cmd: 'init',
+          lessons: mine.map((l) => ({ id: l.id, urls: l.tokens.map((t) => url(l, t)) })),
+          localAddresses: addresses.filter((_, i) => i % W === w),
+          joinRate: JOIN_RATE / W,
+          cursorRate: CURSOR_RATE / W,
+          holdSeconds: HOLD,
+        });
+        await next(proc, 'ready');
+        return proc;
+      }),
+    );
+  const phase = async (workers: ChildProcess[], cmd: string, ev: string) => {
     let peak = 0;
     const timer = setInterval(() => (peak = Math.max(peak, usage(pid).rssMb)), 250);
     const before = usage(pid).cpu;
@@ -226,10 +243,22 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
     clearInterval(timer);
     return { replies, cpu: usage(pid).cpu - before, seconds: (performance.now() - t) / 1000, peak: Math.max(peak, usage(pid).rssMb) };
   };
+
+  // warm-up: the same joins on lessons of their own, then they leave
+  const cold = new Histogram();
+  if (warm.length > 0) {
+    log(`${target}: warm-up, joining ${warm.reduce((s, l) => s + l.tokens.length, 0)} connections at ${JOIN_RATE}/s`);
+    const warmers = await startWorkers(warm);
+    for (const r of (await phase(warmers, 'join', 'joined')).replies) cold.merge(new Histogram(r.join));
+    await phase(warmers, 'close', 'closed');
+    for (const w of warmers) w.send({ cmd: 'exit' });
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+  const workers = await startWorkers(lessons);
   const cpu0 = usage(pid).cpu;
 
   log(`${target}: joining ${N} connections at ${JOIN_RATE}/s`);
-  const joined = await phase('join', 'joined');
+  const joined = await phase(workers, 'join', 'joined');
   const held = joined.replies.reduce((s, r) => s + r.held, 0);
   const rssHeld = usage(pid).rssMb;
   await new Promise((r) => setTimeout(r, 2000));
@@ -239,9 +268,9 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
   await new Promise((r) => setTimeout(r, IDLE * 1000));
   const idleCpuPerSecond = IDLE > 0 ? (usage(pid).cpu - idle0) / ((performance.now() - idleT) / 1000) : 0;
   log(`${target}: holding ${held}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
-  const cursored = await phase('cursor', 'cursored');
+  const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
-  const closed = await phase('close', 'closed');
+  const closed = await phase(workers, 'close', 'closed');
   const cpuTotal = usage(pid).cpu - cpu0;
   const rssPeak = Math.max(joined.peak, cursored.peak, closed.peak);
 
@@ -257,6 +286,8 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
     held,
     joinP50: join.percentile(50),
     joinP99: join.percentile(99),
+    coldJoinP50: cold.percentile(50),
+    coldJoinP99: cold.percentile(99),
     fanoutP50: fan.percentile(50),
     fanoutP99: fan.percentile(99),
     sent,
@@ -347,14 +378,17 @@ const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
 try {
   log(`${N} connections over ${M} lessons, ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; 2 cores shared by everything`);
-  const lessons = await setup();
-  const results: Result[] = [];
   const targets = { gateway: ['gateway'], ws: ['ws'], uws: ['uws'], both: ['gateway', 'ws'], all: ['gateway', 'ws', 'uws'] }[a.target!] as ('gateway' | 'ws' | 'uws')[];
   if (!targets) throw new Error(`--target must be gateway, ws, uws, both or all`);
-  for (const t of targets) results.push(await scenario(t, lessons));
+  await migrate(dbUrl);
+  const gateway = targets.includes('gateway') ? await spawnGateway() : undefined;
+  const { lessons, warm } = await setup();
+  const results: Result[] = [];
+  for (const t of targets) results.push(await scenario(t, lessons, warm, gateway));
   const rows: [string, (r: Result) => string][] = [
     ['connections held', (r) => `${r.held} / ${N}`],
     ['join latency p50 / p99 (ms)', (r) => `${fmt(r.joinP50)} / ${fmt(r.joinP99)}`],
+    ['join latency, cold: the warm-up joins, p50 / p99 (ms)', (r) => `${fmt(r.coldJoinP50)} / ${fmt(r.coldJoinP99)}`],
     ['cursor fan-out p50 / p99 (ms)', (r) => `${fmt(r.fanoutP50)} / ${fmt(r.fanoutP99)}`],
     ['cursor messages sent / deliveries', (r) => `${r.sent} / ${r.delivered} of ${r.expected}`],
     ['errors', (r) => JSON.stringify(r.errors)],

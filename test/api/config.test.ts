@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, ConfigSchema, loadConfig } from '../../src/config.js';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -17,6 +18,25 @@ describe('configuration', () => {
       LOG_LEVEL: 'info',
       SESSION_IDLE_SECONDS: 300,
     });
+  });
+
+  it('lists every setting in the README with its default', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const rows = new Map([...readme.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]*) \|/gm)].map((m) => [m[1], m[2].trim()]));
+    const defaults = loadConfig({}) as Record<string, unknown>;
+    // defaults that are not a plain value, and how the README shows them
+    const described: Record<string, string> = {
+      GATEWAY_ALLOWED_ORIGINS: '(empty: any)',
+      WEBHOOK_ALLOW_HOSTS: '(empty)',
+      WEBHOOK_SECRET_KEYS: '(empty)',
+      WEB_DIR: '`dist/web` of the checkout',
+      ICE_SERVERS: '`[]`',
+    };
+    for (const key of Object.keys(ConfigSchema.shape)) {
+      const v = defaults[key];
+      const shown = described[key] ?? `\`${Array.isArray(v) ? v.join(',') : String(v)}\``;
+      expect(rows.get(key), key).toBe(shown);
+    }
   });
 
   it('names every bad variable', () => {
