@@ -1,9 +1,10 @@
 import type { Gateway } from './Gateway.js';
 
 /**
- * DELETE /lessons/{id} commits archived_at, then pg_notify('lesson_archived', id)
- * (src/domain/lessons.ts). Every node listens and closes that lesson's
- * sockets. A notification missed while the LISTEN connection reconnects is
+ * DELETE /lessons/{id} sets archived_at and sends pg_notify('lesson_archived',
+ * id) in one statement (archiveLesson, src/domain/lessons.ts), so the
+ * notification is delivered if and only if the archive commits. Every node
+ * listens, drops the lesson's cached links and closes its sockets. A notification missed while the LISTEN connection reconnects is
  * caught by the sweeper (Maintenance.sweep), so this is the fast path only.
  */
 export async function listenForArchives(gw: Gateway): Promise<() => Promise<void>> {

@@ -199,10 +199,12 @@ function spawnGateway(): Promise<{ proc: ChildProcess; port: number }> {
   );
 }
 
-async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[], warm: LessonLinks[], gateway?: { proc: ChildProcess; port: number }): Promise<Result> {
+/** `gateway`: the gateway main started before the links were created (the server of the gateway target). */
+async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[], warm: LessonLinks[], gateway: { proc: ChildProcess; port: number } | undefined): Promise<Result> {
+  if (target === 'gateway' && !gateway) throw new Error('the gateway target needs the gateway started before setup');
   const server =
     target === 'gateway'
-      ? (gateway ?? (await spawnGateway()))
+      ? gateway!
       : await spawnService([target === 'ws' ? 'bench/gateway/wsRelay.ts' : 'bench/gateway/uwsRelay.ts'], {}, (line) => {
           try {
             return (JSON.parse(line) as { port?: number }).port;

@@ -102,16 +102,13 @@ export async function listLessons(
  * it to drop the links they cached).
  */
 export async function archiveLesson(db: Db, partnerId: string, id: string, at: Date): Promise<Lesson> {
-  const [row] = await db<(Lesson & { notified: unknown })[]>`
+  const [lesson] = await db<Lesson[]>`
     WITH archived AS (
       UPDATE lessons SET archived_at = ${at}
       WHERE id = ${id} AND partner_id = ${partnerId} AND archived_at IS NULL
       RETURNING *)
-    SELECT archived.*, pg_notify('lesson_archived', archived.id) AS notified FROM archived`;
-  if (row) {
-    const { notified: _, ...lesson } = row;
-    return lesson;
-  }
+    SELECT archived.* FROM archived, pg_notify('lesson_archived', archived.id)`;
+  if (lesson) return lesson;
   await getLiveLesson(db, partnerId, id); // throws 404 or 410
   throw Errors.archived();
 }
