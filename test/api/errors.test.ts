@@ -35,6 +35,23 @@ describe('errors are JSON in the spec format, never a stack trace or an HTML pag
     expect(res.body.detail[0].loc).toEqual(['body']);
   });
 
+  it('a NUL character (U+0000) in any field answers 422 naming the field, and creates nothing (Postgres cannot store it)', async () => {
+    const lesson = (await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'nul' } })).body.id;
+    const nul = (loc: (string | number)[]) => ({ detail: [{ loc, msg: expect.any(String), type: 'nul_character' }] });
+    const cases = [
+      ['POST', '/lessons', { title: 'a\u0000b', external_id: 'nul-1' }, ['body', 'title']],
+      ['GET', '/lessons?external_id=%00', undefined, ['query', 'external_id']],
+      ['GET', '/lessons/lsn_%00', undefined, ['path', 'id']],
+      ['POST', `/lessons/${lesson}/links`, { user: { id: 'u\u0000', name: 'n', role: 'student' } }, ['body', 'user', 'id']],
+    ] as const;
+    for (const [method, path, body, loc] of cases) {
+      const res = await api.request(method, path, { key: p.apiKey, body });
+      expect(res.status, `${method} ${path}`).toBe(422);
+      expect(res.body, `${method} ${path}`).toEqual(nul([...loc]));
+    }
+    expect((await api.request('GET', '/lessons?external_id=nul-1', { key: p.apiKey })).body).toEqual([]);
+  });
+
   it('an unknown route answers 404 not_found in JSON', async () => {
     const res = await api.request('GET', '/nope', { key: p.apiKey });
     expect(res.status).toBe(404);
