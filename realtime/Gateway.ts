@@ -11,7 +11,7 @@ import { LessonBus } from './bus/LessonBus.js';
 import { ClientConnection, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features.js';
 import { LessonRoom, type Fanout } from './LessonRoom.js';
-import { Batcher } from './lib/Batcher.js';
+import { Batcher } from '../src/lib/Batcher.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { gatewayTiming } from './timing.js';
 import type { Redis } from '../src/redis.js';

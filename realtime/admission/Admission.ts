@@ -6,7 +6,7 @@ import {
   resolveLinkTokenHashes,
   type ResolvedLink,
 } from '../../src/domain/links.js';
-import { Batcher } from '../lib/Batcher.js';
+import { Batcher } from '../../src/lib/Batcher.js';
 
 export type Refusal = { ok: false; status: 400 | 401 | 403 | 410 | 429 | 503; code: string; message: string };
 export type LinkCheck = { ok: true; link: ResolvedLink } | Refusal;

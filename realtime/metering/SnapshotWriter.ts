@@ -1,6 +1,6 @@
 import type { Sql } from '../../src/db/index.js';
 import { saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
-import { Batcher } from '../lib/Batcher.js';
+import { Batcher } from '../../src/lib/Batcher.js';
 
 const BATCH_MS = 10;
 const BATCH_MAX = 500;

@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import { Errors } from '../errors.js';
 import { RateLimiter } from '../lib/rateLimiter.js';
 import { randomBase62 } from '../lib/crypto.js';
+import { batchedLessonLookup } from '../domain/lessons.js';
 import { auth } from './middlewares/auth.js';
 import type { AuthCache } from './authCache.js';
 import { errorHandler } from './middlewares/errorHandler.js';
@@ -34,9 +35,11 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
     },
   });
   const openapi = buildOpenApi(routes, SERVICE_VERSION);
+  const lessons = batchedLessonLookup(deps.readSql, { max: 100, concurrency: deps.config.DATABASE_READ_POOL_SIZE });
 
   app.use(async (ctx, next) => {
     ctx.state.deps = deps;
+    ctx.state.lessons = lessons;
     ctx.state.requestId = ctx.get('x-request-id').slice(0, 64) || randomBase62(16);
     ctx.set('X-Request-Id', ctx.state.requestId);
     const started = performance.now();

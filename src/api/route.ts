@@ -2,6 +2,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import type { Authenticated } from '../domain/apiKeys.js';
+import type { LessonLookup } from '../domain/lessons.js';
 import type { ErrorCode } from '../errors.js';
 
 export interface ApiState {
@@ -9,6 +10,8 @@ export interface ApiState {
   /** Set by the auth middleware on every partner route. */
   auth: Authenticated;
   requestId: string;
+  /** The process's batched lesson lookup (batchedLessonLookup on the read pool): routes that name a lesson use it. */
+  lessons: LessonLookup;
 }
 export type ApiContext = ParameterizedContext<ApiState>;
 

@@ -1,5 +1,6 @@
 import type { Db } from '../db/index.js';
 import { isUniqueViolation } from '../db/index.js';
+import { Batcher } from '../lib/Batcher.js';
 import { newId } from '../lib/crypto.js';
 import { Errors } from '../errors.js';
 import type { Partner } from './partners.js';
@@ -59,9 +60,35 @@ export async function findLesson(db: Db, partnerId: string, id: string): Promise
   return lesson;
 }
 
+/** findLesson's signature without the connection: what the partner API's routes look lessons up with. */
+export type LessonLookup = (partnerId: string, id: string) => Promise<Lesson | undefined>;
+
+/**
+ * findLesson for many requests at once: the lookups made in one event-loop
+ * turn go to Postgres as one statement (up to `max` each), so under load a
+ * GET costs a share of a query instead of a whole one (docs/benchmarks.md). The
+ * statement is sent after every request in it arrived, so a request still sees
+ * everything committed before it. The partner scope is in the statement: a
+ * lesson comes back only with the partner that asked for it.
+ */
+export function batchedLessonLookup(db: Db, opts: { max: number; concurrency: number }): LessonLookup {
+  const batcher = new Batcher<{ partnerId: string; id: string }, Lesson | undefined>(
+    async (keys) => {
+      const rows = await db<Lesson[]>`
+        SELECT l.* FROM unnest(${keys.map((k) => k.id)}::text[], ${keys.map((k) => k.partnerId)}::text[]) AS k(id, partner_id)
+        JOIN lessons l ON l.id = k.id AND l.partner_id = k.partner_id`;
+      const found = new Map(rows.map((l) => [`${l.partner_id} ${l.id}`, l]));
+      return keys.map((k) => found.get(`${k.partnerId} ${k.id}`));
+    },
+    { delayMs: 0, ...opts },
+  );
+  // Postgres text cannot hold NUL: such an id names no lesson, and must not fail the batch it would join.
+  return (partnerId, id) => (id.includes('\0') ? Promise.resolve(undefined) : batcher.add({ partnerId, id }));
+}
+
 /** The live lesson for a route that names it: 404 not_found, or 410 archived. */
-export async function getLiveLesson(db: Db, partnerId: string, id: string): Promise<Lesson> {
-  const lesson = await findLesson(db, partnerId, id);
+export async function getLiveLesson(lookup: LessonLookup, partnerId: string, id: string): Promise<Lesson> {
+  const lesson = await lookup(partnerId, id);
   if (!lesson) throw Errors.notFound();
   if (lesson.archived_at) throw Errors.archived();
   return lesson;
@@ -109,6 +136,6 @@ export async function archiveLesson(db: Db, partnerId: string, id: string, at: D
       RETURNING *)
     SELECT archived.* FROM archived, pg_notify('lesson_archived', archived.id)`;
   if (lesson) return lesson;
-  await getLiveLesson(db, partnerId, id); // throws 404 or 410
+  await getLiveLesson((p, i) => findLesson(db, p, i), partnerId, id); // throws 404 or 410
   throw Errors.archived();
 }

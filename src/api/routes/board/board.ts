@@ -33,7 +33,7 @@ export const boardRoutes = [
     errors: ['not_found', 'archived'],
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
-      const lesson = await getLiveLesson(deps.sql, auth.partner.id, params.id);
+      const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
       ctx.set('Cache-Control', 'no-store');
       ctx.body = presentSnapshot(lesson.id, await board(deps).store.read(lesson.id));
     },
@@ -54,7 +54,7 @@ export const boardRoutes = [
     errors: ['not_found', 'archived', 'no_preview'],
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
-      const lesson = await getLiveLesson(deps.sql, auth.partner.id, params.id);
+      const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
       const preview = await board(deps).previews.get(lesson.id);
       if (!preview) throw Errors.noPreview();
       const etag = `"${preview.seq}"`;

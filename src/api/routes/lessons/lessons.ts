@@ -63,7 +63,7 @@ export const lessonRoutes = [
     errors: ['not_found', 'archived'],
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
-      ctx.body = presentLesson(await getLiveLesson(deps.readSql, auth.partner.id, params.id));
+      ctx.body = presentLesson(await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id));
     },
   }),
   defineRoute({

@@ -16,7 +16,7 @@ export const linkRoutes = [
     errors: ['not_found', 'archived', 'minutes_exhausted', 'validation_error'],
     async handler(ctx, { params, body }) {
       const { deps, auth } = ctx.state;
-      const lesson = await getLiveLesson(deps.sql, auth.partner.id, params.id);
+      const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
       const link = await issueLink(deps.sql, {
         partner: auth.partner,
         lesson,
