@@ -1,3 +1,4 @@
+import { Client } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin } from '../../src/cli/admin.js';
 import { startTestApi } from '../helpers/api.js';
@@ -62,6 +63,38 @@ describe('API key authentication', () => {
     expect401(await eventually401(q.apiKey));
     await runAdmin(api.deps.sql, ['partner', 'resume', q.partner.id]);
     expect((await api.request('GET', '/balance', { key: q.apiKey })).status).toBe(200);
+  });
+
+  it('turns a key away on the keep-alive connection that used it, once it is revoked or its partner suspended', async () => {
+    // one connection for every request: it remembers the key it authenticated (src/api/authCache.ts)
+    const conn = new Client(api.base, { pipelining: 1 });
+    const sockets = new Set<unknown>();
+    conn.on('connect', (_origin, [client]) => sockets.add(client));
+    const balance = async (key: string) => {
+      const res = await conn.request({ method: 'GET', path: '/api/partner/v1/balance', headers: { authorization: `Bearer ${key}` } });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    try {
+      const q = await partnerFactory(api.deps.sql);
+      const { api_key: second } = (await runAdmin(api.deps.sql, ['key', 'create', q.partner.id])) as { api_key: string };
+      expect([await balance(second), await balance(second), await balance(q.apiKey)]).toEqual([200, 200, 200]);
+      /** polls for at most 1 s, like eventually401, on this connection */
+      const until401 = async (key: string) => {
+        let status = await balance(key);
+        for (const deadline = Date.now() + 1000; status !== 401 && Date.now() < deadline; status = await balance(key)) await new Promise((r) => setTimeout(r, 10));
+        return status;
+      };
+      await runAdmin(api.deps.sql, ['key', 'revoke', second]);
+      expect(await until401(second)).toBe(401);
+      expect(await balance(q.apiKey)).toBe(200);
+      await runAdmin(api.deps.sql, ['partner', 'suspend', q.partner.id]);
+      expect(await until401(q.apiKey)).toBe(401);
+      expect(await balance(p.apiKey)).toBe(200); // another partner's key on the same connection
+      expect(sockets.size).toBe(1);
+    } finally {
+      await conn.close();
+    }
   });
 
   it('stores keys only as hashes', async () => {
