@@ -5,9 +5,14 @@
  *
  *   npm run bench:api [-- --seconds 8 --rounds 3 --connections 50]
  *
- * Prints req/s and p50/p99 latency per round and the medians, and the ratio of
- * GET /lessons/{id} throughput to bare Koa's.
+ * Prints req/s and p50/p99 latency per round and the medians, the ratio of
+ * GET /lessons/{id} throughput to bare Koa's, and the API process's CPU time per
+ * request (user + system, from /proc: steadier than req/s on a shared 2-core host).
+ * The GETs go round 1,000 lessons of the partner, as a partner's reads would:
+ * lookups made together are batched (src/domain/lessons.ts), and reading one
+ * lesson over and over would batch better than real traffic.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import autocannon from 'autocannon';
@@ -39,7 +44,9 @@ const sql = createSql(databaseUrl, { max: 2 });
 const partner = await createPartner(sql, { name: 'bench' });
 const { apiKey } = await createApiKey(sql, partner.id);
 await topUp(sql, { partnerId: partner.id, minutes: 1000, at: new Date() });
-const lesson = await createLesson(sql, partner, { title: 'bench lesson' }, new Date());
+const lessonIds: string[] = [];
+for (let i = 0; i < 1000; i++) lessonIds.push((await createLesson(sql, partner, { title: `bench lesson ${i}` }, new Date())).id);
+let nextLesson = 0;
 
 const apiPort = await freePort();
 const helloPort = await freePort();
@@ -55,34 +62,52 @@ const env = {
 const api = await startProcess('dist/src/main.js', env, `http://127.0.0.1:${apiPort}/healthz`);
 const hello = await startProcess('bench/api/hello-koa.ts', { PORT: String(helloPort) }, `http://127.0.0.1:${helloPort}/`);
 
-interface Figures { rps: number; p50: number; p99: number; errors: number; non2xx: number }
-async function load(opts: autocannon.Options): Promise<Figures> {
+/** CPU time (user + system, all threads) a process has used, in microseconds (/proc ticks are 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+interface Figures { rps: number; p50: number; p99: number; errors: number; non2xx: number; cpuUs?: number }
+/** `pid`: the process under load, whose CPU per request is measured too */
+async function load(opts: autocannon.Options, pid?: number): Promise<Figures> {
+  const cpu0 = pid ? cpuMicros(pid) : 0;
   const r = await autocannon({ connections, duration: seconds, ...opts });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+  const cpuUs = pid ? (cpuMicros(pid) - cpu0) / r.requests.total : undefined;
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpuUs };
 }
 
 const auth = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+const getLessons: autocannon.Options = {
+  url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons/${lessonIds[0]}`,
+  headers: auth,
+  requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/api/partner/v1/lessons/${lessonIds[nextLesson++ % lessonIds.length]}` }) }],
+};
 const results: Record<string, Figures[]> = { 'bare koa GET /': [], 'GET /lessons/{id}': [], 'POST /lessons': [] };
 // warm-up
-await load({ url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons/${lesson.id}`, headers: auth, duration: 2 });
+await load({ ...getLessons, duration: 2 });
 await load({ url: `http://127.0.0.1:${helloPort}/`, duration: 2 });
 for (let i = 0; i < rounds; i++) {
-  results['bare koa GET /'].push(await load({ url: `http://127.0.0.1:${helloPort}/` }));
-  results['GET /lessons/{id}'].push(await load({ url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons/${lesson.id}`, headers: auth }));
+  results['bare koa GET /'].push(await load({ url: `http://127.0.0.1:${helloPort}/` }, hello.pid));
+  results['GET /lessons/{id}'].push(await load(getLessons, api.pid));
   results['POST /lessons'].push(
-    await load({ url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons`, method: 'POST', headers: auth, body: JSON.stringify({ title: 'bench' }) }),
+    await load({ url: `http://127.0.0.1:${apiPort}/api/partner/v1/lessons`, method: 'POST', headers: auth, body: JSON.stringify({ title: 'bench' }) }, api.pid),
   );
   for (const [name, list] of Object.entries(results)) {
     const f = list[list.length - 1];
-    console.log(`round ${i + 1}  ${name.padEnd(20)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms  errors ${f.errors}  non-2xx ${f.non2xx}`);
+    console.log(
+      `round ${i + 1}  ${name.padEnd(20)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms  ` +
+        `CPU ${f.cpuUs!.toFixed(0)} us/req  errors ${f.errors}  non-2xx ${f.non2xx}`,
+    );
   }
 }
 
 console.log(`\nmedians over ${rounds} rounds of ${seconds} s at ${connections} connections:`);
-const med: Record<string, { rps: number; p50: number; p99: number }> = {};
+const med: Record<string, { rps: number; p50: number; p99: number; cpuUs: number }> = {};
 for (const [name, list] of Object.entries(results)) {
-  med[name] = { rps: median(list.map((f) => f.rps)), p50: median(list.map((f) => f.p50)), p99: median(list.map((f) => f.p99)) };
-  console.log(`${name.padEnd(20)} ${med[name].rps.toFixed(0).padStart(7)} req/s  p50 ${med[name].p50} ms  p99 ${med[name].p99} ms`);
+  const m = (pick: (f: Figures) => number) => median(list.map(pick));
+  med[name] = { rps: m((f) => f.rps), p50: m((f) => f.p50), p99: m((f) => f.p99), cpuUs: m((f) => f.cpuUs!) };
+  console.log(`${name.padEnd(20)} ${med[name].rps.toFixed(0).padStart(7)} req/s  p50 ${med[name].p50} ms  p99 ${med[name].p99} ms  CPU ${med[name].cpuUs.toFixed(0)} us/req`);
 }
 const ratio = med['GET /lessons/{id}'].rps / med['bare koa GET /'].rps;
 const p99 = med['GET /lessons/{id}'].p99;
