@@ -10,7 +10,7 @@ export interface Deps {
   sql: Sql;
   /**
    * A few connections for short point reads by primary or unique key (the
-   * partner API's GET routes and API key lookups; the gateway's token checks,
+   * partner API's GET routes, lesson lookups and API key lookups; the gateway's token checks,
    * meter seeds, teacher-removal checks and board heads). Under load its connections are always busy, so
    * postgres.js pipelines several queries in one write and Postgres answers
    * them in one wake-up: fewer connections do more (docs/benchmarks.md).
