@@ -1,6 +1,6 @@
 import { AUTH_CHANGED_CHANNEL, authenticateApiKey, type Authenticated } from '../domain/apiKeys.js';
 import type { Deps } from '../deps.js';
-import { sha256 } from '../lib/crypto.js';
+import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 
 /**
  * Key lookups cached per API process, so a request costs one Postgres round
@@ -50,7 +50,10 @@ export class AuthCache {
   async authenticate(apiKey: string, connection?: object): Promise<Authenticated | null> {
     const now = Date.now();
     const remembered = connection && this.byConnection.get(connection);
-    if (remembered && remembered.apiKey === apiKey && remembered.generation === this.generation && remembered.expires > now) return remembered.auth;
+    // constant time: behind a proxy, one upstream connection carries several clients' requests
+    if (remembered && remembered.generation === this.generation && remembered.expires > now && constantTimeEqual(remembered.apiKey, apiKey)) {
+      return remembered.auth;
+    }
     const generation = this.generation;
     const cacheKey = sha256(apiKey).toString('base64');
     let hit = this.entries.get(cacheKey);

@@ -77,7 +77,8 @@ export function batchedLessonLookup(db: Db, opts: { max: number; concurrency: nu
       // One primary-key probe per key. A plain JOIN would do, but postgres.js prepares statements and
       // Postgres then keeps one plan per connection: planned on a small table, a JOIN stays a hash join over
       // a scan of the whole table after it grows, until the next ANALYZE (4 ms a batch at 60,000 lessons,
-      // measured). LATERAL ... LIMIT 1 (no-op: ids are unique) keeps the probe whatever the plan.
+      // measured). LATERAL ... LIMIT 1 (no-op: ids are unique) keeps the probe, as the single-row statement
+      // does, unless the table was analyzed at about one row (then both scan until autoanalyze: docs/benchmarks.md).
       const rows = await db<Lesson[]>`
         SELECT l.* FROM unnest(${keys.map((k) => k.id)}::text[], ${keys.map((k) => k.partnerId)}::text[]) AS k(id, partner_id)
         CROSS JOIN LATERAL (SELECT * FROM lessons WHERE id = k.id AND partner_id = k.partner_id LIMIT 1) l`;
