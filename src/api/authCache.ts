@@ -1,6 +1,5 @@
 import { AUTH_CHANGED_CHANNEL, authenticateApiKey, type Authenticated } from '../domain/apiKeys.js';
 import type { Deps } from '../deps.js';
-import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 
 /**
  * Key lookups cached per API process, so a request costs one Postgres round
@@ -11,18 +10,16 @@ import { constantTimeEqual, sha256 } from '../lib/crypto.js';
  * as a last backstop. Unknown keys are not cached (no memory growth from
  * garbage keys).
  *
- * A keep-alive connection presents the same key on every request, so the
- * connection remembers the key it last authenticated: the next request with
- * that key costs a string comparison instead of a hash (the sha256 was the
- * partner API's largest cost of its own, docs/benchmarks.md). Every
- * notification and reconnect moves `generation`, which voids what every
- * connection remembers (it looks the key up again in the map). A lookup that
- * was in flight while the generation moved is not cached: it may have read the
- * key before the change that was just announced.
+ * Entries are keyed by the key itself, as the request carries it: hashing it
+ * first (sha256) was the partner API's largest cost of its own
+ * (docs/benchmarks.md), and the process holds the key while it serves the
+ * request anyway. Keys are stored only as hashes, in Postgres. Every
+ * notification and reconnect moves `generation`; a lookup that was in flight
+ * while it moved is not cached: it may have read the key before the change
+ * that was just announced.
  */
 export class AuthCache {
   private readonly entries = new Map<string, { auth: Authenticated; expires: number }>();
-  private readonly byConnection = new WeakMap<object, { apiKey: string; auth: Authenticated; expires: number; generation: number }>();
   private generation = 0;
   private unlisten: (() => Promise<void>) | undefined;
 
@@ -46,29 +43,18 @@ export class AuthCache {
     this.clear();
   }
 
-  /** `connection`: the request's socket, which remembers the key it last authenticated. */
-  async authenticate(apiKey: string, connection?: object): Promise<Authenticated | null> {
-    const now = Date.now();
-    const remembered = connection && this.byConnection.get(connection);
-    // constant time: behind a proxy, one upstream connection carries several clients' requests
-    if (remembered && remembered.generation === this.generation && remembered.expires > now && constantTimeEqual(remembered.apiKey, apiKey)) {
-      return remembered.auth;
-    }
+  async authenticate(apiKey: string): Promise<Authenticated | null> {
+    const hit = this.entries.get(apiKey);
+    if (hit && hit.expires > Date.now()) return hit.auth;
     const generation = this.generation;
-    const cacheKey = sha256(apiKey).toString('base64');
-    let hit = this.entries.get(cacheKey);
-    if (!hit || hit.expires <= now) {
-      const auth = await authenticateApiKey(this.deps.readSql, apiKey);
-      if (!auth || generation !== this.generation) {
-        this.entries.delete(cacheKey);
-        return auth;
-      }
-      if (this.entries.size >= this.maxEntries) this.entries.clear();
-      hit = { auth, expires: Date.now() + this.ttlMs };
-      this.entries.set(cacheKey, hit);
+    const auth = await authenticateApiKey(this.deps.readSql, apiKey);
+    if (!auth || generation !== this.generation) {
+      this.entries.delete(apiKey);
+      return auth;
     }
-    if (connection) this.byConnection.set(connection, { apiKey, auth: hit.auth, expires: hit.expires, generation });
-    return hit.auth;
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(apiKey, { auth, expires: Date.now() + this.ttlMs });
+    return auth;
   }
 
   private clear(): void {

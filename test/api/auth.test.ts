@@ -66,7 +66,7 @@ describe('API key authentication', () => {
   });
 
   it('turns a key away on the keep-alive connection that used it, once it is revoked or its partner suspended', async () => {
-    // one connection for every request: it remembers the key it authenticated (src/api/authCache.ts)
+    // one keep-alive connection for every request, as a partner's client keeps one
     const conn = new Client(api.base, { pipelining: 1 });
     const sockets = new Set<unknown>();
     conn.on('connect', (_origin, [client]) => sockets.add(client));

@@ -9,7 +9,7 @@ export function auth(cache: AuthCache) {
     const header = ctx.get('authorization');
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw Errors.unauthorized();
-    const result = await cache.authenticate(match[1], ctx.req.socket);
+    const result = await cache.authenticate(match[1]);
     if (!result) throw Errors.unauthorized();
     ctx.state.auth = result;
     await next();
