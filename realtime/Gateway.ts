@@ -71,7 +71,11 @@ export class Gateway implements GatewayApi {
     this.redis = deps.redis.duplicate({ enableAutoPipelining: true });
     this.redis.on('error', (err) => this.log.warn({ err: err.message }, 'redis error'));
     // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
-    this.seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(deps.readSql, ids), { delayMs: 1, max: 100, concurrency: 3 });
+    this.seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(deps.readSql, ids), {
+      delayMs: 1,
+      max: 100,
+      concurrency: deps.config.DATABASE_READ_POOL_SIZE,
+    });
     this.presence = new RedisPresence(this.redis, {
       idleMs: this.timing.idleMs,
       leaseMs: this.timing.leaseMs,

@@ -60,7 +60,7 @@ export class Admission {
     this.lookups = new Batcher((hashes) => {
       this.lookupsMade += hashes.length;
       return resolveLinkTokenHashes(deps.readSql, hashes);
-    }, { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: 3 });
+    }, { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: deps.config.DATABASE_READ_POOL_SIZE });
     this.ttlMs = deps.config.GATEWAY_TOKEN_CACHE_SECONDS * 1000;
     this.origins = new Set(deps.config.GATEWAY_ALLOWED_ORIGINS.map((o) => o.replace(/\/+$/, '').toLowerCase()));
   }
