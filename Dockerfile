@@ -1,7 +1,10 @@
 # The service image: every role (api, gateway, dispatcher) from one build; ROLES picks.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
+# patches/ before `npm ci`: its postinstall (patch-package) patches postgres.js
+# from there; without it the image would run the unpatched driver.
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev

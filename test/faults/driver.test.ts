@@ -1,0 +1,74 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+
+/**
+ * postgres.js as installed is the patched one (patches/postgres+3.4.9.patch),
+ * and the patch keeps a process alive when Postgres drops its backends at the
+ * two moments where 3.4.9 otherwise ends the process (issue 13).
+ */
+const root = path.resolve(import.meta.dirname, '../..');
+const patchFile = path.join(root, 'patches/postgres+3.4.9.patch');
+
+/** The lines each patched file must contain: the patch's added lines, per file. */
+function addedLines(): Map<string, string[]> {
+  const files = new Map<string, string[]>();
+  let current: string[] | null = null;
+  for (const line of readFileSync(patchFile, 'utf8').split('\n')) {
+    const header = /^\+\+\+ b\/(.+)$/.exec(line);
+    if (header) {
+      current = [];
+      files.set(header[1], current);
+    } else if (current && line.startsWith('+') && line.slice(1).trim() !== '') {
+      current.push(line.slice(1));
+    }
+  }
+  return files;
+}
+
+function runCase(mode: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const script = path.join(import.meta.dirname, 'fixtures/driverResets.mjs');
+  return new Promise((resolve) => {
+    execFile(process.execPath, [script, mode, inject('databaseUrl')], { cwd: root, timeout: 20_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('postgres.js patch', () => {
+  it('every line the patch adds is in the installed postgres.js (esm, cjs and cf builds)', () => {
+    const files = addedLines();
+    expect([...files.keys()].sort()).toEqual([
+      'node_modules/postgres/cf/src/connection.js',
+      'node_modules/postgres/cf/src/queue.js',
+      'node_modules/postgres/cjs/src/connection.js',
+      'node_modules/postgres/cjs/src/queue.js',
+      'node_modules/postgres/src/connection.js',
+      'node_modules/postgres/src/queue.js',
+    ]);
+    // the copy Node resolves for `import 'postgres'` is the one checked
+    const resolved = createRequire(import.meta.url).resolve('postgres');
+    expect(path.relative(root, resolved)).toMatch(/^node_modules\/postgres\//);
+    for (const [file, lines] of files) {
+      const installed = readFileSync(path.join(root, file), 'utf8');
+      const missing = lines.filter((l) => !installed.includes(l));
+      expect(missing, file).toEqual([]);
+    }
+  });
+
+  it('a transaction whose backend is terminated mid-query fails with CONNECTION_CLOSED and the process lives on', async () => {
+    const r = await runCase('transaction');
+    expect(r.stderr).not.toMatch(/TypeError/);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ rejected: 'CONNECTION_CLOSED', after: 1 });
+  });
+
+  it('a backend terminated while the connection fetches array types: it reconnects, the first query succeeds, nothing is left unhandled', async () => {
+    const r = await runCase('types');
+    expect(r.stderr).not.toMatch(/57P01|unhandled/i);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ held: true, first: 1, second: 2 });
+  });
+});
