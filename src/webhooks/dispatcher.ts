@@ -20,8 +20,11 @@ const HEARTBEAT_MS = 5_000;
  * Liveness: at start the dispatcher takes a number and holds the session
  * advisory lock (DISPATCHER_LOCK_CLASS, number) on a connection of its own.
  * Rows it claims carry that number; when the process dies its connection closes,
- * the lock goes, and any dispatcher's next claim takes the rows over and retries
- * the attempt. While it lives, nobody else sends what it claimed.
+ * the lock goes, and any dispatcher's next claim takes the rows over (once the
+ * attempt they were in has surely ended) and retries the attempt.
+ * If only the lock's connection is lost, the dispatcher stops claiming until it
+ * holds the lock again (taken again at once, then with backoff); what it has in
+ * flight it finishes and records.
  */
 export class Dispatcher {
   private number = 0;
@@ -35,12 +38,17 @@ export class Dispatcher {
   private inFlight = 0;
   private readonly perPartner = new Map<string, number>();
   private readonly sends = new Set<Promise<void>>();
+  /** claimed here and not yet recorded: sending, or the result waiting to be written */
+  private readonly held = new Set<number>();
   private pumping = false;
   private pumpAgain = false;
   private results: AttemptResult[] = [];
   private flushing: Promise<void> | null = null;
   private flushQueued = false;
   private closed = false;
+  /** whether this process believes it holds its liveness lock; claims are skipped while not (the claim re-checks in SQL) */
+  private lockHeld = false;
+  private relocking: Promise<void> | null = null;
 
   constructor(private readonly deps: Deps) {
     this.log = deps.log.child({ component: 'dispatcher' });
@@ -67,10 +75,18 @@ export class Dispatcher {
       this.log.warn('WEBHOOK_SECRET_KEYS is not set: webhook secrets are stored unencrypted');
     }
     // Its own connection, never idle-closed or recycled: losing it would drop the lock.
-    this.lockSql = postgres(config.DATABASE_URL, { max: 1, idle_timeout: 0, max_lifetime: 0, onnotice: () => {} });
+    this.lockSql = postgres(config.DATABASE_URL, {
+      max: 1,
+      idle_timeout: 0,
+      max_lifetime: 0,
+      onnotice: () => {},
+      connection: { application_name: 'lessons-dispatcher-lock' },
+      onclose: () => this.lockLost(),
+    });
     const [row] = await this.lockSql<{ n: number }[]>`SELECT nextval('webhook_dispatcher_seq')::integer AS n`;
     this.number = row.n;
     await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
+    this.lockHeld = true;
 
     const listener = await this.deps.sql.listen(EVENTS_CHANNEL, () => this.wake(), () => this.wake());
     this.unlisten = listener.unlisten;
@@ -106,6 +122,7 @@ export class Dispatcher {
   }
 
   private async pump(): Promise<void> {
+    if (!this.lockHeld) return; // relock() wakes us
     this.pumping = true;
     try {
       do {
@@ -126,6 +143,8 @@ export class Dispatcher {
             perPartner: max,
             busy,
             leaseMs: this.deps.config.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS,
+            takeoverMs: this.deps.config.WEBHOOK_TIMEOUT_MS,
+            held: [...this.held],
           });
         });
         for (const d of claimed) this.startSend(d);
@@ -140,6 +159,7 @@ export class Dispatcher {
   }
 
   private startSend(d: ClaimedDelivery): void {
+    this.held.add(d.event_id);
     this.inFlight++;
     this.perPartner.set(d.partner_id, (this.perPartner.get(d.partner_id) ?? 0) + 1);
     const p = this.send(d).finally(() => {
@@ -219,6 +239,7 @@ export class Dispatcher {
     this.flushing = (async () => {
       try {
         await recordResults(this.deps.sql, this.number, batch);
+        for (const r of batch) this.held.delete(r.event_id);
       } catch (err) {
         // Keep them; the claims stay ours meanwhile, so nobody sends these again.
         this.results.unshift(...batch);
@@ -233,15 +254,44 @@ export class Dispatcher {
     return this.flushing;
   }
 
-  /** Re-takes the liveness lock if its connection was lost and re-established. */
+  /** The lock's connection closed (reset, backend terminated, Postgres restart): the lock went with it. */
+  private lockLost(): void {
+    if (this.closed || !this.lockHeld) return;
+    this.lockHeld = false;
+    this.log.warn({ dispatcher: this.number }, 'liveness lock lost with its connection; claiming paused until it is taken again');
+    void this.relock();
+  }
+
+  /** Takes the lock again on a new connection: at once, then with backoff while Postgres is unreachable. */
+  private relock(): Promise<void> {
+    this.relocking ??= (async () => {
+      for (let delay = 100; !this.closed && !this.lockHeld; delay = Math.min(delay * 2, 5_000)) {
+        try {
+          await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
+          this.lockHeld = true;
+          this.log.info({ dispatcher: this.number }, 'liveness lock taken again');
+        } catch (err) {
+          this.log.warn({ err: errText(err) }, 'taking the liveness lock again failed; retrying');
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+      this.relocking = null;
+      this.wake();
+    })();
+    return this.relocking;
+  }
+
+  /** Backstop for a lost lock that no close event reported: checks it is held, re-takes it if not. */
   private async heartbeat(): Promise<void> {
+    if (!this.lockHeld) return;
     try {
       const [row] = await this.lockSql<{ held: boolean; taken: boolean }[]>`
         SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'
                          AND classid = ${DISPATCHER_LOCK_CLASS}::bigint::oid AND objid = ${this.number}::bigint::oid AND objsubid = 2) AS held`;
       if (!row.held) {
-        await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
-        this.log.warn({ dispatcher: this.number }, 'liveness lock was lost with its connection and is taken again');
+        this.lockHeld = false;
+        this.log.warn({ dispatcher: this.number }, 'liveness lock was not held; taking it again');
+        await this.relock();
       }
     } catch (err) {
       this.log.error({ err: errText(err) }, 'dispatcher heartbeat failed');

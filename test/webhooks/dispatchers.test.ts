@@ -41,7 +41,8 @@ describe('several dispatchers on one database', () => {
     const claimedBy = (await deliveryOf(stack.sql, ev.id)).claimed_by;
     expect(claimedBy).not.toBeNull();
 
-    const survivor = await stack.dispatcher();
+    // takes over once the dead dispatcher's attempt has surely ended: WEBHOOK_TIMEOUT_MS after the claim
+    const survivor = await stack.dispatcher({ env: { WEBHOOK_TIMEOUT_MS: '2000' } });
     await new Promise((r) => setTimeout(r, 500)); // five polls of the survivor
     expect(rx.requests).toHaveLength(1);
 
