@@ -12,7 +12,17 @@ export function migrationsDir(): string {
   return path.join(root, 'migrations');
 }
 
-/** Creates the database named in `url` when it does not exist yet. */
+/**
+ * Postgres's answers to a CREATE DATABASE that lost a race with another one:
+ * duplicate_database when the other committed first, unique_violation (on
+ * pg_database's name index) when both inserted at once.
+ */
+const DATABASE_EXISTS = new Set(['42P04', '23505']);
+
+/** Failures of the connection rather than of the statement: worth trying again at start. */
+const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03']);
+
+/** Creates the database named in `url` when it does not exist yet; several processes may call it at once. */
 export async function ensureDatabase(url: string): Promise<void> {
   const u = new URL(url);
   const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
@@ -26,7 +36,7 @@ export async function ensureDatabase(url: string): Promise<void> {
         await sql.unsafe(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
       } catch (err) {
         // another process created it between our check and our CREATE
-        if ((err as { code?: string }).code !== '42P04') throw err;
+        if (!DATABASE_EXISTS.has((err as { code?: string }).code ?? '')) throw err;
       }
     }
   } finally {
@@ -36,30 +46,50 @@ export async function ensureDatabase(url: string): Promise<void> {
 
 /**
  * Applies every migrations/NNN_name.sql not applied yet, in order, each in its
- * own transaction, under an advisory lock so several processes starting at once
- * apply each migration exactly once.
+ * own transaction, so several processes starting at once apply each migration
+ * exactly once. The lock is a transaction advisory lock taken in each of those
+ * transactions, with the "applied yet?" check after it: it cannot outlive a
+ * lost connection the way a session lock silently would (the session lock's
+ * connection reset, the next statements ran on a new connection without it).
+ * A connection lost during start is retried (for `retryMs`); any other error
+ * ends the start.
  */
-export async function migrate(url: string, log?: Logger): Promise<string[]> {
-  await ensureDatabase(url);
+export async function migrate(url: string, log?: Logger, retryMs = 30_000): Promise<string[]> {
+  const deadline = Date.now() + retryMs;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+    try {
+      await ensureDatabase(url);
+      return await applyMigrations(url, log);
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? '';
+      if (!CONNECTION_LOST.has(code) || Date.now() + delay > deadline) throw err;
+      log?.warn({ err: (err as Error).message, code }, 'migrations: connection lost; retrying');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+async function applyMigrations(url: string, log?: Logger): Promise<string[]> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   const applied: string[] = [];
   try {
-    await sql`SELECT pg_advisory_lock(7243001)`;
-    await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`;
-    const done = new Set((await sql<{ name: string }[]>`SELECT name FROM schema_migrations`).map((r) => r.name));
     const dir = migrationsDir();
     const files = (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
     for (const file of files) {
-      if (done.has(file)) continue;
       const text = await readFile(path.join(dir, file), 'utf8');
-      await sql.begin(async (tx) => {
+      const ran = await sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(7243001)`;
+        await tx`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`;
+        const [done] = await tx`SELECT 1 FROM schema_migrations WHERE name = ${file}`;
+        if (done) return false;
         await tx.unsafe(text);
         await tx`INSERT INTO schema_migrations (name) VALUES (${file})`;
+        return true;
       });
+      if (!ran) continue;
       applied.push(file);
       log?.info({ migration: file }, 'migration applied');
     }
-    await sql`SELECT pg_advisory_unlock(7243001)`;
   } finally {
     await sql.end();
   }
