@@ -1,0 +1,200 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import { migrate } from '../../src/db/migrate.js';
+import { randomBase62 } from '../../src/lib/crypto.js';
+import { freePort, logPort, spawnUntilPort } from '../lib/service.js';
+
+/**
+ * The processes of a fault scenario, as an operator runs them: one API, two
+ * gateways, one dispatcher (each its own process, `src/main.ts` with one role),
+ * on a database of its own and on a redis-server of its own (on a free port),
+ * which a scenario may kill and start again. Every exit of a service process is
+ * recorded (`exits`): no scenario expects one.
+ */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const BASE_DB = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
+
+export type Role = 'api' | 'gw1' | 'gw2' | 'dispatcher';
+
+export interface Exit {
+  role: string;
+  code: number | null;
+  signal: string | null;
+  /** what the scenario did to it (`kill -9`), or null for an exit nobody asked for */
+  expected: string | null;
+  tail: string;
+}
+
+export interface ServiceProc {
+  role: string;
+  proc: ChildProcess;
+  port: number;
+  lines: string[];
+}
+
+export class RedisServer {
+  proc: ChildProcess | null = null;
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}/0`;
+  }
+
+  async start(): Promise<void> {
+    const proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.proc = proc;
+    for (let i = 0; i < 100; i++) {
+      if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
+      const { Redis } = await import('ioredis');
+      const r = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      r.on('error', () => {});
+      const ok = await r.connect().then(() => r.ping()).then(() => true, () => false);
+      r.disconnect();
+      if (ok) return;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    throw new Error('redis-server did not start');
+  }
+
+  /** SIGKILL: every connection drops, the data (presence, leases) is gone, as after a crash. */
+  async kill(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise((r) => p.once('exit', r));
+    p.kill('SIGKILL');
+    await gone;
+    this.proc = null;
+  }
+}
+
+export class Cluster {
+  readonly exits: Exit[] = [];
+  readonly procs = new Map<string, ServiceProc>();
+  private readonly expected = new Map<ChildProcess, string>();
+  readonly dbUrl: string;
+  readonly dbName: string;
+  readonly prefix: string;
+  redis!: RedisServer;
+
+  constructor(readonly env: Record<string, string> = {}) {
+    const run = `${Date.now().toString(36)}${randomBase62(4).toLowerCase()}`;
+    const u = new URL(BASE_DB);
+    this.dbName = `lessons_chaos_${run}`;
+    u.pathname = `/${this.dbName}`;
+    this.dbUrl = u.toString();
+    this.prefix = `chaos:${run}:`;
+  }
+
+  serviceEnv(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      DATABASE_URL: this.dbUrl,
+      REDIS_URL: this.redis.url,
+      REDIS_KEY_PREFIX: this.prefix,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
+      EMBED_BASE_URL: 'http://127.0.0.1',
+      API_PORT: '0',
+      GATEWAY_PORT: '0',
+      WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      WEBHOOK_POLL_MS: '200',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      ...this.env,
+      ...extra,
+    };
+  }
+
+  /** The database (migrated) and the redis-server; no service process yet. */
+  async prepare(): Promise<void> {
+    await migrate(this.dbUrl);
+    this.redis = new RedisServer(await freePort());
+    await this.redis.start();
+  }
+
+  async start(roles: Role[] = ['api', 'gw1', 'gw2', 'dispatcher']): Promise<void> {
+    await Promise.all(roles.map((r) => this.startRole(r)));
+  }
+
+  async startRole(role: Role): Promise<ServiceProc> {
+    const role0 = role.startsWith('gw') ? 'gateway' : role;
+    // the dispatcher has no port: its readiness is its log line, found at info level
+    const ready =
+      role0 === 'api' ? logPort('partner API listening') : role0 === 'gateway' ? logPort('gateway listening') : (line: string) => (line.includes('"webhook dispatcher running"') ? 1 : undefined);
+    const lines: string[] = [];
+    let proc!: ChildProcess;
+    const { port } = await spawnUntilPort(['src/main.ts'], this.serviceEnv({ ROLES: role0, LOG_LEVEL: 'info' }), ready, {
+      cwd: ROOT,
+      timeoutMs: 60_000,
+      onSpawn: (p) => (proc = p),
+      onLine: (l) => {
+        if (/"level":(40|50|60)/.test(l) || !l.startsWith('{')) {
+          lines.push(l);
+          if (lines.length > 50) lines.shift();
+        }
+      },
+    });
+    proc.stderr!.on('data', (d: Buffer) => lines.push(d.toString()));
+    proc.once('exit', (code, signal) => {
+      this.exits.push({ role, code, signal, expected: this.expected.get(proc) ?? null, tail: lines.slice(-8).join('\n') });
+      if (this.procs.get(role)?.proc === proc) this.procs.delete(role);
+    });
+    const sp = { role, proc, port, lines };
+    this.procs.set(role, sp);
+    return sp;
+  }
+
+  port(role: Role): number {
+    const p = this.procs.get(role);
+    if (!p) throw new Error(`${role} is not running`);
+    return p.port;
+  }
+
+  /** kill -9 of one role, recorded as asked for. */
+  async kill9(role: Role): Promise<void> {
+    const p = this.procs.get(role);
+    if (!p) return;
+    this.expected.set(p.proc, 'kill -9');
+    const gone = new Promise((r) => p.proc.once('exit', r));
+    p.proc.kill('SIGKILL');
+    await gone;
+  }
+
+  /** Exits nobody asked for. */
+  unexpectedExits(): Exit[] {
+    return this.exits.filter((e) => e.expected === null);
+  }
+
+  /** Terminates the service's Postgres backends (every pool, LISTEN and lock connection); returns how many. */
+  async killBackends(admin: postgres.Sql, which: 'all' | 'lock' = 'all'): Promise<number> {
+    const rows = await admin<{ n: number }[]>`
+      SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+      WHERE datname = ${this.dbName} AND pid <> pg_backend_pid()
+        AND ${which === 'lock' ? admin`application_name = 'lessons-dispatcher-lock'` : admin`application_name LIKE 'lessons%'`}`;
+    return rows[0].n;
+  }
+
+  /** Stops everything (SIGTERM, then SIGKILL after 5 s) and drops the database unless `keep`. */
+  async stop(keep = false): Promise<void> {
+    await Promise.all(
+      [...this.procs.values()].map(async (p) => {
+        this.expected.set(p.proc, 'stop');
+        if (p.proc.exitCode !== null || p.proc.signalCode !== null) return;
+        const gone = new Promise((r) => p.proc.once('exit', r));
+        p.proc.kill('SIGTERM');
+        const t = setTimeout(() => p.proc.kill('SIGKILL'), 5_000);
+        await gone;
+        clearTimeout(t);
+      }),
+    );
+    await this.redis?.kill();
+    if (keep) return;
+    const admin = new URL(this.dbUrl);
+    admin.pathname = '/postgres';
+    const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`DROP DATABASE IF EXISTS "${this.dbName}" WITH (FORCE)`).catch(() => {});
+    await sql.end();
+  }
+}
+
+export { freePort };

@@ -1,0 +1,234 @@
+import postgres from 'postgres';
+import { recordEvents } from '../../src/events/outbox.js';
+import { Cluster, type Exit, type Role } from './cluster.js';
+import { World, type Lesson } from './world.js';
+
+/**
+ * The fault scenarios of issue 13. Each starts its own cluster (database,
+ * redis-server, API, two gateways, dispatcher), does its fault, lets everyone
+ * leave, and returns what an operator would check: truth against billed seconds,
+ * events recorded against delivered, and process exits.
+ */
+export interface Result {
+  scenario: string;
+  params: string;
+  lessons: number;
+  /** seconds both participants were really in, summed over the lessons */
+  truth: number;
+  billed: number;
+  /** largest billed - truth of one lesson (positive: over-billed) and smallest (negative: under-billed) */
+  maxOver: number;
+  maxUnder: number;
+  events: { expected: number; delivered: number; missing: number; duplicates: number; maxPerEvent: number };
+  exits: Exit[];
+  notes: string[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Default settings except a 1 s metering flush, so billed seconds can be read soon after everyone left. */
+const BASE_ENV = { GATEWAY_METER_FLUSH_SECONDS: '1' };
+
+async function withCluster(
+  scenario: string,
+  params: string,
+  fn: (c: Cluster, w: World, admin: postgres.Sql, notes: string[]) => Promise<Lesson[]>,
+  opts: { env?: Record<string, string>; roles?: Role[]; deliverMs?: number } = {},
+): Promise<Result> {
+  const cluster = new Cluster({ ...BASE_ENV, ...opts.env });
+  const world = new World(cluster);
+  const admin = postgres(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => {}, connection: { application_name: 'chaos-killer' } });
+  const notes: string[] = [];
+  try {
+    await cluster.prepare();
+    await cluster.start(opts.roles);
+    await world.setup();
+    const measured = await fn(cluster, world, admin, notes);
+    for (const l of measured) for (const p of l.people) if (p.connected) p.leave();
+    await sleep(3_000); // two metering flushes after the last leave
+    let truth = 0;
+    let billed = 0;
+    let maxOver = -Infinity;
+    let maxUnder = Infinity;
+    for (const l of measured) {
+      const t = world.truth(l);
+      const b = await world.billed(l);
+      truth += t;
+      billed += b;
+      maxOver = Math.max(maxOver, b - t);
+      maxUnder = Math.min(maxUnder, b - t);
+    }
+    await world.waitDelivered(opts.deliverMs ?? 15_000);
+    const events = await world.events();
+    const r2 = (x: number) => Math.round(x * 100) / 100;
+    return {
+      scenario,
+      params,
+      lessons: measured.length,
+      truth: r2(truth),
+      billed,
+      maxOver: measured.length ? r2(maxOver) : 0,
+      maxUnder: measured.length ? r2(maxUnder) : 0,
+      events,
+      exits: cluster.exits.slice(),
+      notes,
+    };
+  } finally {
+    await world.close().catch(() => {});
+    await cluster.stop(!!process.env.CHAOS_KEEP_DB).catch(() => {});
+    await admin.end({ timeout: 1 });
+  }
+}
+
+async function joinAll(lessons: Lesson[], opts: { viaProxy?: boolean } = {}): Promise<void> {
+  await Promise.all(lessons.flatMap((l) => l.people.map((p) => p.join(opts))));
+}
+
+/** Postgres backends of every service process killed every `everyMs` for `forMs`, while people join and stay. */
+export function pgKills(everyMs = 2_000, forMs = 30_000, lessons = 6): Promise<Result> {
+  return withCluster('postgres backends killed', `every ${everyMs / 1000} s for ${forMs / 1000} s, ${lessons} lessons`, async (c, w, admin, notes) => {
+    const first = await w.lessonsOnGateways(lessons / 2);
+    const later = await w.lessonsOnGateways(lessons / 2);
+    await joinAll(first);
+    let kills = 0;
+    let rounds = 0;
+    const end = Date.now() + forMs;
+    const killer = (async () => {
+      while (Date.now() < end) {
+        kills += await c.killBackends(admin);
+        rounds++;
+        await sleep(everyMs);
+      }
+    })();
+    // the second half joins while the kills go on (lesson.started, participant.joined events then)
+    await sleep(Math.min(forMs / 3, 5_000));
+    let failedJoins = 0;
+    for (const l of later) {
+      for (const p of l.people) {
+        for (let i = 0; ; i++) {
+          try {
+            await p.join();
+            break;
+          } catch {
+            failedJoins++;
+            if (i >= 10) throw new Error('could not join during the kills');
+            await sleep(500);
+          }
+        }
+      }
+    }
+    await killer;
+    await sleep(2_000);
+    notes.push(`${kills} backends terminated in ${rounds} rounds; ${failedJoins} joins refused during the kills (retried)`);
+    return [...first, ...later];
+  });
+}
+
+/** The dispatcher's lock connection killed every `everyMs` while a burst of `n` events is delivered. */
+export function lockKill(n = 200, everyMs = 300): Promise<Result> {
+  return withCluster('dispatcher lock connection killed during a burst', `${n} events, lock killed every ${everyMs} ms`, async (c, w, admin, notes) => {
+    const [l] = await w.lessonsOnGateways(1);
+    w.receiver.delayMs = 50;
+    const partnerId = (await w.sql<{ partner_id: string }[]>`SELECT partner_id FROM lessons WHERE id = ${l.id}`)[0].partner_id;
+    let kills = 0;
+    let killing = true;
+    const killer = (async () => {
+      while (killing) {
+        kills += await c.killBackends(admin, 'lock');
+        await sleep(everyMs);
+      }
+    })();
+    for (let i = 0; i < n; i += 10) {
+      const batch = Array.from({ length: Math.min(10, n - i) }, (_, k) => ({ partnerId, type: 'lesson.started' as const, data: { lesson_id: `burst_${i + k}` }, at: new Date() }));
+      await w.sql.begin((tx) => recordEvents(tx, batch));
+      await sleep(200);
+    }
+    await w.waitDelivered(10_000);
+    killing = false;
+    await killer;
+    notes.push(`lock connection terminated ${kills} times`);
+    return [];
+  });
+}
+
+/** Four service processes (API, two gateways, dispatcher) started at once on a database that does not exist yet. */
+export async function concurrentStart(): Promise<Result> {
+  const cluster = new Cluster(BASE_ENV);
+  const notes: string[] = [];
+  const { RedisServer, freePort } = await import('./cluster.js');
+  cluster.redis = new RedisServer(await freePort());
+  await cluster.redis.start();
+  try {
+    const started = await Promise.allSettled((['api', 'gw1', 'gw2', 'dispatcher'] as Role[]).map((r) => cluster.startRole(r)));
+    const failed = started.filter((s) => s.status === 'rejected').length;
+    notes.push(`${4 - failed} of 4 processes became ready`);
+    await sleep(1_000);
+    return {
+      scenario: 'four processes started at once on a new database',
+      params: 'api, gw1, gw2, dispatcher',
+      lessons: 0,
+      truth: 0,
+      billed: 0,
+      maxOver: 0,
+      maxUnder: 0,
+      events: { expected: 0, delivered: 0, missing: 0, duplicates: 0, maxPerEvent: 0 },
+      exits: cluster.exits.slice(),
+      notes,
+    };
+  } finally {
+    await cluster.stop(!!process.env.CHAOS_KEEP_DB).catch(() => {});
+  }
+}
+
+/** kill -9 of a gateway while each lesson has one person on it and one on the other gateway. */
+export function gatewayKill(lessons = 4, holdMs = 5_000, afterMs = 25_000): Promise<Result> {
+  return withCluster('kill -9 of a gateway', `${lessons} lessons across both gateways, the others stay ${afterMs / 1000} s`, async (c, w, _admin, notes) => {
+    const ls = await w.lessonsOnGateways(lessons);
+    await joinAll(ls);
+    await sleep(holdMs);
+    await c.kill9('gw1');
+    await sleep(afterMs); // the person on gw2 stays alone: nothing is metered after the kill in truth
+    notes.push('participants on gw1 lost their socket at the kill; truth ends there');
+    return ls;
+  });
+}
+
+/** A participant whose connection goes silent both ways (half-open) while the other stays. */
+export function halfOpen(lessons = 4, holdMs = 5_000, afterMs = 30_000): Promise<Result> {
+  return withCluster('half-open client', `${lessons} lessons, one side silent, the other stays ${afterMs / 1000} s`, async (_c, w) => {
+    const ls = await w.lessonsOnGateways(lessons);
+    await Promise.all(ls.map(async (l) => {
+      await l.people[0].join();
+      await l.people[1].join({ viaProxy: true });
+    }));
+    await sleep(holdMs);
+    for (const l of ls) l.people[1].goSilent();
+    await sleep(afterMs);
+    return ls;
+  });
+}
+
+/** The redis-server killed (its data gone) and started again `downMs` later, while everyone stays. */
+export function redisDown(downMs: number, lessons = 4, holdMs = 5_000, afterMs = 10_000): Promise<Result> {
+  return withCluster(`Redis down ${downMs / 1000} s`, `${lessons} lessons, everyone stays throughout`, async (c, w, _admin, notes) => {
+    const ls = await w.lessonsOnGateways(lessons);
+    await joinAll(ls);
+    await sleep(holdMs);
+    await c.redis.kill();
+    await sleep(downMs);
+    await c.redis.start();
+    await sleep(afterMs);
+    const dropped = ls.flatMap((l) => l.people).filter((p) => !p.connected).length;
+    notes.push(`${dropped} participant sockets closed by the gateways during the outage`);
+    return ls;
+  }, { deliverMs: 20_000 });
+}
+
+export const SCENARIOS: Record<string, { short: boolean; run: (short: boolean) => Promise<Result> }> = {
+  'pg-kills': { short: true, run: (short) => (short ? pgKills(1_000, 8_000, 4) : pgKills()) },
+  'lock-kill': { short: true, run: (short) => (short ? lockKill(100, 300) : lockKill()) },
+  'concurrent-start': { short: true, run: () => concurrentStart() },
+  'gateway-kill9': { short: false, run: () => gatewayKill() },
+  'half-open': { short: false, run: () => halfOpen() },
+  'redis-40': { short: false, run: () => redisDown(40_000) },
+  'redis-120': { short: false, run: () => redisDown(120_000) },
+};
