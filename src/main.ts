@@ -22,6 +22,9 @@ try {
 }
 
 const log = createLogger(config.LOG_LEVEL);
+// An uncaught exception or unhandled rejection still ends the process (Node's
+// default, exit code 1: a supervisor restarts it); this only puts it in the log first.
+process.on('uncaughtExceptionMonitor', (err, origin) => log.fatal({ err, origin }, 'fatal: the process exits'));
 await migrate(config.DATABASE_URL, log.child({ component: 'migrate' }));
 
 const deps = createDeps(config, { log });

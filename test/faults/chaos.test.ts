@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { concurrentStart, lockKill, pgKills, type Result } from '../../bench/chaos/scenarios.js';
+
+/**
+ * The short scenarios of the fault suite (`npm run chaos -- --short`), each
+ * against real processes (API, two gateways, dispatcher, an own
+ * redis-server): no process exits, every event arrives, none more than twice,
+ * and billing stays with the truth the clients measured.
+ */
+function expectHealthy(r: Result): void {
+  expect(r.exits.filter((e) => e.expected === null), JSON.stringify(r.exits)).toEqual([]);
+  expect(r.events.missing).toBe(0);
+  expect(r.events.maxPerEvent).toBeLessThanOrEqual(2);
+}
+
+describe('fault suite, short scenarios', () => {
+  it('Postgres backends of every process killed every second for 8 s: no exit, events delivered, billing within 2 s of the truth', async () => {
+    const r = await pgKills(1_000, 8_000, 4);
+    expectHealthy(r);
+    expect(r.notes.join()).toMatch(/[1-9]\d* backends terminated/);
+    expect(r.events.expected).toBeGreaterThan(0);
+    expect(r.maxOver).toBeLessThanOrEqual(2);
+    expect(r.maxUnder).toBeGreaterThanOrEqual(-2);
+  }, 90_000);
+
+  it('the dispatcher lock connection killed every 300 ms during a burst of 100 events: each delivered, at most twice', async () => {
+    const r = await lockKill(100, 300);
+    expectHealthy(r);
+    expect(r.events.expected).toBe(100);
+  }, 90_000);
+
+  it('four processes started at once on a new database: all ready, none exits', async () => {
+    const r = await concurrentStart();
+    expectHealthy(r);
+    expect(r.notes).toContain('4 of 4 processes became ready');
+  }, 90_000);
+});
