@@ -16,7 +16,7 @@ export function describe(r: Result): string {
   const exits = r.exits.filter((e) => e.expected !== 'stop');
   return [
     `== ${r.scenario} (${r.params})`,
-    `   billing: truth ${r.truth} s, billed ${r.billed} s over ${r.lessons} lessons; per lesson billed - truth from ${r.maxUnder} to ${r.maxOver} s`,
+    `   billing: truth ${r.truth} s (${r.truthFromRequests} s from the upgrade requests), billed ${r.billed} s over ${r.lessons} lessons; per lesson billed - truth from ${r.maxUnder} to ${r.maxOver} s${r.lessons ? ` (outside the truth window: ${r.perLesson.join(', ')})` : ''}`,
     `   events: ${r.events.expected} recorded, ${r.events.delivered} delivered, ${r.events.missing} missing, ${r.events.duplicates} duplicates (most sends of one event: ${r.events.maxPerEvent})`,
     `   exits: ${exits.length === 0 ? 'none' : exits.map((e) => `${e.role} ${e.signal ?? e.code}${e.expected ? ` (${e.expected})` : ' UNEXPECTED'}`).join(', ')}`,
     ...r.notes.map((n) => `   note: ${n}`),

@@ -13,15 +13,19 @@ export interface Result {
   scenario: string;
   params: string;
   lessons: number;
-  /** seconds both participants were really in, summed over the lessons */
+  /** seconds both participants were really in, summed over the lessons (from the welcomes) */
   truth: number;
+  /** the same from the upgrade requests: the truth lies between the two (joins are slow while a fault hits) */
+  truthFromRequests: number;
   billed: number;
-  /** largest billed - truth of one lesson (positive: over-billed) and smallest (negative: under-billed) */
+  /** largest billed - truthFromRequests of one lesson (positive: over-billed) and smallest billed - truth (negative: under-billed) */
   maxOver: number;
   maxUnder: number;
   events: { expected: number; delivered: number; missing: number; duplicates: number; maxPerEvent: number };
   exits: Exit[];
   notes: string[];
+  /** billed - truth of each lesson, in the order the lessons were made */
+  perLesson: number[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -46,15 +50,21 @@ async function withCluster(
     for (const l of measured) for (const p of l.people) if (p.connected) p.leave();
     await sleep(3_000); // two metering flushes after the last leave
     let truth = 0;
+    let truthHi = 0;
     let billed = 0;
     let maxOver = -Infinity;
     let maxUnder = Infinity;
+    const perLesson: number[] = [];
     for (const l of measured) {
       const t = world.truth(l);
+      const hi = world.truth(l, true);
       const b = await world.billed(l);
+      // distance outside the window [truth, truthFromRequests]: 0 inside it
+      perLesson.push(Math.round((b > hi ? b - hi : b < t ? b - t : 0) * 100) / 100);
       truth += t;
+      truthHi += hi;
       billed += b;
-      maxOver = Math.max(maxOver, b - t);
+      maxOver = Math.max(maxOver, b - hi);
       maxUnder = Math.min(maxUnder, b - t);
     }
     await world.waitDelivered(opts.deliverMs ?? 15_000);
@@ -65,12 +75,14 @@ async function withCluster(
       params,
       lessons: measured.length,
       truth: r2(truth),
+      truthFromRequests: r2(truthHi),
       billed,
       maxOver: measured.length ? r2(maxOver) : 0,
       maxUnder: measured.length ? r2(maxUnder) : 0,
       events,
       exits: cluster.exits.slice(),
       notes,
+      perLesson,
     };
   } finally {
     await world.close().catch(() => {});
@@ -99,6 +111,19 @@ export function pgKills(everyMs = 2_000, forMs = 30_000, lessons = 6): Promise<R
         await sleep(everyMs);
       }
     })();
+    // partner API reads during the kills: how many fail
+    const statuses = new Map<number, number>();
+    const reader = (async () => {
+      const l = first[0];
+      while (Date.now() < end) {
+        const st = await fetch(`${w.apiBase}/lessons/${l.id}`, { headers: { authorization: `Bearer ${l.key}` } }).then(
+          async (r) => (await r.arrayBuffer(), r.status),
+          () => 0,
+        );
+        statuses.set(st, (statuses.get(st) ?? 0) + 1);
+        await sleep(100);
+      }
+    })();
     // the second half joins while the kills go on (lesson.started, participant.joined events then)
     await sleep(Math.min(forMs / 3, 5_000));
     let failedJoins = 0;
@@ -117,8 +142,10 @@ export function pgKills(everyMs = 2_000, forMs = 30_000, lessons = 6): Promise<R
       }
     }
     await killer;
+    await reader;
     await sleep(2_000);
     notes.push(`${kills} backends terminated in ${rounds} rounds; ${failedJoins} joins refused during the kills (retried)`);
+    notes.push(`API reads during the kills, by status: ${[...statuses].map(([k, v]) => `${k || 'no answer'}: ${v}`).join(', ')}`);
     return [...first, ...later];
   });
 }
@@ -167,12 +194,14 @@ export async function concurrentStart(): Promise<Result> {
       params: 'api, gw1, gw2, dispatcher',
       lessons: 0,
       truth: 0,
+      truthFromRequests: 0,
       billed: 0,
       maxOver: 0,
       maxUnder: 0,
       events: { expected: 0, delivered: 0, missing: 0, duplicates: 0, maxPerEvent: 0 },
       exits: cluster.exits.slice(),
       notes,
+      perLesson: [],
     };
   } finally {
     await cluster.stop(!!process.env.CHAOS_KEEP_DB).catch(() => {});

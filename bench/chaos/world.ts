@@ -51,6 +51,8 @@ export class Receiver {
  */
 export class Participant {
   ws!: WebSocket;
+  /** when the upgrade request went out: the person may be counted in from here (the welcome follows the server's checks) */
+  requestedAt: number | null = null;
   welcomeAt: number | null = null;
   leftAt: number | null = null;
   private proxy: net.Server | null = null;
@@ -75,6 +77,7 @@ export class Participant {
       via.port = String((this.proxy.address() as net.AddressInfo).port);
       url = via.toString();
     }
+    this.requestedAt = Date.now();
     this.ws = new WebSocket(url, { perMessageDeflate: false });
     this.ws.on('error', () => {});
     this.ws.on('close', () => this.leftAt ??= Date.now());
@@ -180,9 +183,13 @@ export class World {
     return made;
   }
 
-  /** Seconds both participants of a lesson were really in (their own timestamps). */
-  truth(l: Lesson, now = Date.now()): number {
-    const from = Math.max(...l.people.map((p) => p.welcomeAt ?? Infinity));
+  /**
+   * Seconds both participants of a lesson were really in (their own timestamps):
+   * from the later welcome, or (`fromRequest`, the upper bound) from the later
+   * upgrade request; the server counts a person in somewhere between the two.
+   */
+  truth(l: Lesson, fromRequest = false, now = Date.now()): number {
+    const from = Math.max(...l.people.map((p) => (fromRequest ? p.requestedAt : p.welcomeAt) ?? Infinity));
     const to = Math.min(...l.people.map((p) => p.leftAt ?? now));
     return Math.max(0, (to - from) / 1000);
   }
