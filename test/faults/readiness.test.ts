@@ -1,0 +1,67 @@
+import postgres from 'postgres';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RedisServer } from '../../bench/chaos/cluster.js';
+import { freePort, spawnService } from '../helpers/process.js';
+import { isolatedDatabase } from '../webhooks/helpers/stack.js';
+
+/**
+ * A role that loses Postgres or Redis stays up, says so on /readyz, and is
+ * ready again once they are back: a real API process on a redis-server of this
+ * file's own (killed and started again) and on a database of its own (its
+ * backends terminated, which touches no other test file's connections).
+ */
+const databaseUrl = await isolatedDatabase();
+const redis = new RedisServer(await freePort());
+await redis.start();
+afterAll(() => redis.kill());
+
+async function readyz(port: number): Promise<{ status: number; body: { ready: boolean; postgres: string; redis: string } }> {
+  const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+  return { status: res.status, body: (await res.json()) as { ready: boolean; postgres: string; redis: string } };
+}
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`not reached within ${ms} ms: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('readiness through lost connections', () => {
+  it('Redis killed: /readyz 503 naming redis while it is down, 200 after it is back, the process never exits', async () => {
+    const port = await freePort();
+    const api = await spawnService({ ROLES: 'api', API_PORT: String(port), REDIS_URL: redis.url, DATABASE_URL: databaseUrl }, `http://127.0.0.1:${port}/readyz`, 45_000);
+    await redis.kill();
+    const down = await until(() => readyz(port), (r) => r.status === 503);
+    expect(down.body).toMatchObject({ ready: false, postgres: 'ok' });
+    expect(down.body.redis).not.toBe('ok');
+    await new Promise((r) => setTimeout(r, 2_000));
+    await redis.start();
+    const up = await until(() => readyz(port), (r) => r.status === 200);
+    expect(up.body).toEqual({ ready: true, postgres: 'ok', redis: 'ok' });
+    expect(api.child.exitCode).toBeNull();
+    await api.stop('SIGKILL');
+  }, 60_000);
+
+  it('every Postgres backend of the process terminated five times: it stays up and /readyz answers 200 again', async () => {
+    const port = await freePort();
+    const api = await spawnService({ ROLES: 'api,dispatcher', API_PORT: String(port), REDIS_URL: redis.url, DATABASE_URL: databaseUrl }, `http://127.0.0.1:${port}/readyz`, 45_000);
+    const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: 'faults-killer' } });
+    try {
+      for (let i = 0; i < 5; i++) {
+        await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'lessons%'`;
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      const up = await until(() => readyz(port), (r) => r.status === 200);
+      expect(up.body.postgres).toBe('ok');
+      expect(api.child.exitCode, api.output()).toBeNull();
+    } finally {
+      await admin.end({ timeout: 1 });
+      await api.stop('SIGKILL');
+    }
+  }, 60_000);
+});
