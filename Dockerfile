@@ -5,7 +5,8 @@ WORKDIR /app
 # from there; without it the image would run the unpatched driver.
 COPY package.json package-lock.json ./
 COPY patches ./patches
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund \
+ && grep -q 'return closedWrite()' node_modules/postgres/src/connection.js node_modules/postgres/cjs/src/connection.js
 COPY . .
 RUN npm run build && npm prune --omit=dev
 
