@@ -16,6 +16,17 @@ import { freePort, logPort, spawnUntilPort } from '../lib/service.js';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BASE_DB = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
 
+// Whatever a run started dies with it, also when it is killed or times out mid-scenario.
+const started = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of started) c.kill('SIGKILL');
+});
+function track(c: ChildProcess): ChildProcess {
+  started.add(c);
+  c.once('exit', () => started.delete(c));
+  return c;
+}
+
 export type Role = 'api' | 'gw1' | 'gw2' | 'dispatcher';
 
 export interface Exit {
@@ -43,7 +54,7 @@ export class RedisServer {
   }
 
   async start(): Promise<void> {
-    const proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const proc = track(spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }));
     this.proc = proc;
     for (let i = 0; i < 100; i++) {
       if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
@@ -126,7 +137,7 @@ export class Cluster {
     const { port } = await spawnUntilPort(['src/main.ts'], this.serviceEnv({ ROLES: role0, LOG_LEVEL: 'info' }), ready, {
       cwd: ROOT,
       timeoutMs: 60_000,
-      onSpawn: (p) => (proc = p),
+      onSpawn: (p) => (proc = track(p)),
       onLine: (l) => {
         if (/"level":(40|50|60)/.test(l) || !l.startsWith('{')) {
           lines.push(l);

@@ -1,5 +1,5 @@
-import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createSql } from '../../src/db/index.js';
 import { recordEvent } from '../../src/events/outbox.js';
 import { DISPATCHER_LOCK_CLASS } from '../../src/webhooks/queue.js';
 import { freePort, spawnService, type ServiceProcess } from '../helpers/process.js';
@@ -14,7 +14,7 @@ import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhoo
 const stack = await startWebhookStack({ env: { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_TIMEOUT_MS: '1000' } });
 const dbName = new URL(stack.databaseUrl).pathname.slice(1);
 // The test's own connection: named so the kills below never hit it.
-const driver = postgres(stack.databaseUrl, { max: 2, onnotice: () => {}, connection: { application_name: 'faults-driver' } });
+const driver = createSql(stack.databaseUrl, { max: 2, name: 'faults-driver' });
 afterAll(() => driver.end({ timeout: 1 }));
 
 async function dispatcherProcess(env: Record<string, string> = {}): Promise<ServiceProcess> {
@@ -54,10 +54,10 @@ describe('dispatcher under connection loss', () => {
       expect(await kill('lock')).toBe(1);
       await new Promise((r) => setTimeout(r, 300));
     }
-    await eventually(async () => (await deliveryOf(driver as never, ev.id)).state === 'delivered');
+    await eventually(async () => (await deliveryOf(driver, ev.id)).state === 'delivered');
     await new Promise((r) => setTimeout(r, 500)); // several polls after the answer
     expect(rx.requests).toHaveLength(1);
-    expect(await attemptsOf(driver as never, ev.id)).toEqual([expect.objectContaining({ attempt: 1, delivered: true })]);
+    expect(await attemptsOf(driver, ev.id)).toEqual([expect.objectContaining({ attempt: 1, delivered: true })]);
     await eventually(async () => (await locksHeld()) === 1); // taken again
     expect(child.child.exitCode).toBeNull();
     await child.stop();
