@@ -38,6 +38,7 @@ export function App({ token }: { token: string }) {
   const [participants, setParticipants] = useState<Participant[]>([]);
   const [chat, setChat] = useState<ChatLine[]>([]);
   const [toast, setToast] = useState<string | null>(null);
+  const [chatRefusals, setChatRefusals] = useState(0);
   const [, rerender] = useReducer((x: number) => x + 1, 0);
   const board = useRef<BoardHandle | null>(null);
   const early = useRef<ServerMessage[]>([]);
@@ -157,9 +158,16 @@ export function App({ token }: { token: string }) {
         notify(`The teacher allows you to turn your ${what(m)} on again.`);
         return;
       }
-      case 'error':
-        notify(String((msg as { message?: string }).message ?? 'Something went wrong'));
+      case 'error': {
+        const e = msg as { message?: string; code?: string; ref?: string };
+        if (e.ref === 'chat.send') {
+          setChatRefusals((n) => n + 1);
+          notify(e.code === 'rate_limited' ? 'Too many messages at once: wait a moment and press Send again.' : `Message not sent: ${e.message ?? e.code}`);
+          return;
+        }
+        notify(String(e.message ?? 'Something went wrong'));
         return;
+      }
       default:
         if (msg.type.startsWith('board.')) {
           if (board.current) board.current.message(msg as ServerMessage);
@@ -220,6 +228,7 @@ export function App({ token }: { token: string }) {
               full={full}
               chat={chat}
               sendChat={(text) => send({ type: 'chat.send', text })}
+              chatRefusals={chatRefusals}
               mute={(id, what) => send({ type: 'teacher.mute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
               unmute={(id, what) => send({ type: 'teacher.unmute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
               remove={(id) => send({ type: 'teacher.remove', participant_id: id })}
