@@ -105,7 +105,7 @@ export function Board(props: {
           gridModeEnabled={setup.grid}
           UIOptions={{ tools: { image: false }, canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: true, clearCanvas: props.role === 'teacher', toggleTheme: true } }}
           initialData={{ appState: { currentItemRoughness: setup.roughness, currentItemStrokeWidth: 2, gridSize: 20, viewBackgroundColor: '#ffffff' } as never }}
-          renderTopRightUI={() => <SubjectTools subject={props.subject} api={apiRef} />}
+          renderTopRightUI={(isMobile) => <SubjectTools subject={props.subject} api={apiRef} compact={isMobile} />}
         >
           <BoardMenu />
         </Excalidraw>
