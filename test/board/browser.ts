@@ -32,7 +32,8 @@ export interface PageStack {
   browser: () => Browser;
   partner: () => PartnerFixture;
   lesson(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics'): Promise<{ lessonId: string; url: (id: string, name: string, role: 'teacher' | 'student') => Promise<string> }>;
-  open(url: string, options?: BrowserContextOptions): Promise<Watched>;
+  /** `init`: a script run in the page before its own (e.g. to record what the page creates) */
+  open(url: string, options?: BrowserContextOptions, init?: () => void): Promise<Watched>;
   shot(page: Page, name: string): Promise<void>;
 }
 
@@ -68,8 +69,9 @@ export async function startPageStack(): Promise<PageStack> {
           (await issueLink(gw.deps.sql, { partner: p.partner, lesson, input: { user: { id, name, role }, ttl_minutes: 60 }, embedBaseUrl: origin, at: new Date() })).url,
       };
     },
-    async open(url, options = LAPTOP) {
+    async open(url, options = LAPTOP, init) {
       const ctx = await browser.newContext(options);
+      if (init) await ctx.addInitScript(init);
       const page = (await ctx.newPage()) as Watched;
       page.offOrigin = [];
       page.errors = [];

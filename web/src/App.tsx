@@ -23,6 +23,8 @@ interface Welcome {
   media?: Record<string, MediaState>;
   /** the last chat lines */
   chat?: ChatLine[];
+  /** this connection's id in the call (full lessons): signals name it in `to_conn` */
+  call_id?: string;
 }
 
 const END_TEXT: Record<EndReason, [string, string]> = {
@@ -90,12 +92,15 @@ export function App({ token }: { token: string }) {
           const mine = media.current.get(w.you.id);
           if (!call.current) {
             const c = (call.current = new Call(w.you.id, w.ice_servers ?? [], (m) => send(m), rerender));
+            c.conn = w.call_id ?? '';
             c.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
             void c.start().then(() => {
               reportMedia();
               for (const p of others) c.peerPresent(p.id);
             });
           } else {
+            // a new socket: a new call id, and every tab is asked to call this one again
+            call.current.conn = w.call_id ?? '';
             call.current.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
             call.current.reset();
             reportMedia();
@@ -116,22 +121,29 @@ export function App({ token }: { token: string }) {
         if (!m.person) return;
         const person = withKnownMedia(m.person);
         setParticipants((ps) => (m.event === 'joined' ? uniq([...ps, person]) : ps.filter((p) => p.id !== person.id)));
-        if (m.event === 'joined') call.current?.peerPresent(person.id);
-        else call.current?.peerLeft(person.id);
+        // a person who joins says hello to me (rtc.hello); one who leaves takes all their tabs along
+        if (m.event === 'left') call.current?.peerLeft(person.id);
         return;
       }
       case 'chat':
         setChat((c) => mergeChat(c, [msg as ChatLine]));
         return;
+      case 'rtc.hello':
       case 'rtc.offer':
-        void call.current?.onOffer(msg.from as string, msg.sdp as string);
-        return;
       case 'rtc.answer':
-        void call.current?.onAnswer(msg.from as string, msg.sdp as string);
-        return;
       case 'rtc.ice':
-        void call.current?.onIce(msg.from as string, msg.candidate as RTCIceCandidateInit);
+      case 'rtc.bye': {
+        const c = call.current;
+        const m = msg as { type: string; from: string; from_conn: string; to_conn?: string; sdp?: string; candidate?: RTCIceCandidateInit };
+        // signals reach every tab of my person: `to_conn` says which one they are for
+        if (!c || typeof m.from_conn !== 'string' || !c.mine(m)) return;
+        if (m.type === 'rtc.hello') void c.onHello(m.from, m.from_conn);
+        else if (m.type === 'rtc.offer') void c.onOffer(m.from, m.from_conn, m.sdp ?? '');
+        else if (m.type === 'rtc.answer') void c.onAnswer(m.from_conn, m.sdp ?? '');
+        else if (m.type === 'rtc.ice') void c.onIce(m.from_conn, m.candidate!);
+        else c.onBye(m.from_conn);
         return;
+      }
       case 'media.state': {
         const m = msg as Extract<ServerMessage, { type: 'media.state' }>;
         // states of one person may arrive out of order from two gateway nodes: keep the newest
