@@ -34,6 +34,8 @@ export interface PageStack {
   lesson(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics'): Promise<{ lessonId: string; url: (id: string, name: string, role: 'teacher' | 'student') => Promise<string> }>;
   /** `init`: a script run in the page before its own (e.g. to record what the page creates) */
   open(url: string, options?: BrowserContextOptions, init?: () => void): Promise<Watched>;
+  /** A new lesson with its teacher (Anna Petrova) and a student (Boris) on their pages. */
+  teacherAndStudent(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics'): Promise<{ a: Watched; b: Watched }>;
   shot(page: Page, name: string): Promise<void>;
 }
 
@@ -88,6 +90,12 @@ export async function startPageStack(): Promise<PageStack> {
       await page.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
       await page.locator('[data-testid=board] canvas').first().waitFor({ timeout: 30_000 });
       return page;
+    },
+    async teacherAndStudent(mode, subject) {
+      const l = await this.lesson(mode, subject);
+      const a = await this.open(await l.url('t1', 'Anna Petrova', 'teacher'));
+      const b = await this.open(await l.url('s1', 'Boris', 'student'));
+      return { a, b };
     },
     async shot(page, name) {
       await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
