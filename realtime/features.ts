@@ -63,6 +63,8 @@ export interface GatewayFeature {
   admit?(link: ResolvedLink): Promise<Refusal | undefined> | Refusal | undefined;
   /** The page for a refused link at GET /embed/<token>; a plain text page otherwise. */
   refusalPage?(ctx: { token: string; refusal: Refusal }): Promise<HttpReply> | HttpReply;
+  /** The 404 page for a path no route serves (`/`, `/embed/`, a mistyped link); a plain text page otherwise. */
+  notFoundPage?(ctx: { path: string }): Promise<HttpReply> | HttpReply;
   /** The gateway is stopping and every socket is closed: release what the feature holds. */
   close?(): Promise<void>;
 }

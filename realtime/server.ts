@@ -6,7 +6,7 @@ import { refusals, type LinkCheck, type Refusal } from './admission/Admission.js
 import type { ClientConnection, SocketLike } from './ClientConnection.js';
 import type { HttpReply } from './features.js';
 import type { Gateway } from './Gateway.js';
-import { placeholderPage, refusalPage } from './http/embedPage.js';
+import { notFoundPage, placeholderPage, refusalPage } from './http/embedPage.js';
 import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upgrade.js';
 
 /**
@@ -108,17 +108,22 @@ const STATUS: Record<number, string> = {
   401: '401 Unauthorized',
   403: '403 Forbidden',
   404: '404 Not Found',
+  405: '405 Method Not Allowed',
   410: '410 Gone',
   429: '429 Too Many Requests',
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
 
-function reply(res: uWS.HttpResponse, r: HttpReply): void {
+/** Writes a reply; to a HEAD request the same status and headers, and the length of the body it would have had. */
+function reply(res: uWS.HttpResponse, r: HttpReply, head = false): void {
+  // uWS.js counts a response ended by endWithoutBody as unanswered and would abort the process when the handler returns
+  if (head) res.onAborted(() => undefined);
   res.cork(() => {
     res.writeStatus(STATUS[r.status] ?? `${r.status} Status`);
     for (const [k, v] of Object.entries(r.headers ?? {})) res.writeHeader(k, v);
-    res.end(r.body);
+    if (head) res.endWithoutBody(typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.byteLength);
+    else res.end(r.body);
   });
 }
 
@@ -128,14 +133,22 @@ function refusalReply(r: Refusal): HttpReply {
 }
 
 /** Answers an HTTP request from a promise, unless the client went away first. */
-function later(res: uWS.HttpResponse, work: () => Promise<HttpReply>): void {
+function later(res: uWS.HttpResponse, work: () => Promise<HttpReply>, head = false): void {
   let aborted = false;
   res.onAborted(() => (aborted = true));
   work().then(
-    (r) => !aborted && reply(res, r),
-    () => !aborted && reply(res, refusalReply(refusals.unavailable)),
+    (r) => !aborted && reply(res, r, head),
+    () => !aborted && reply(res, refusalReply(refusals.unavailable), head),
   );
 }
+
+/** A request to /ws that is no handshake uWS can complete (no valid Sec-WebSocket-Key): uWS passes it on to the fallback route. */
+const noKey: Refusal = { ok: false, status: 400, code: 'bad_request', message: 'Not a WebSocket handshake: Sec-WebSocket-Key is missing or malformed' };
+const notAllowed = (): HttpReply => ({
+  status: 405,
+  headers: { 'content-type': 'application/json', allow: 'GET, HEAD' },
+  body: JSON.stringify({ detail: { code: 'method_not_allowed', message: 'The gateway answers GET and HEAD only' } }),
+});
 
 function clientIp(res: uWS.HttpResponse, forwardedFor: string, trustProxy: boolean): string {
   if (trustProxy && forwardedFor) {
@@ -170,12 +183,22 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     },
   });
 
-  app.get('/healthz', (res) => reply(res, { status: 200, headers: { 'content-type': 'application/json' }, body: '{"status":"ok"}' }));
-  app.get('/readyz', (res) =>
-    later(res, async () => {
-      const r = await checkReadiness(gw.deps);
-      return { status: r.ready ? 200 : 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) };
-    }),
+  /** Every page and file answers HEAD as it answers GET (docs/protocol.md, "HTTP paths"). */
+  const getAndHead = (pattern: string, handler: (res: uWS.HttpResponse, req: uWS.HttpRequest, head: boolean) => void) => {
+    app.get(pattern, (res, req) => handler(res, req, false));
+    app.head(pattern, (res, req) => handler(res, req, true));
+  };
+
+  getAndHead('/healthz', (res, _req, head) => reply(res, { status: 200, headers: { 'content-type': 'application/json' }, body: '{"status":"ok"}' }, head));
+  getAndHead('/readyz', (res, _req, head) =>
+    later(
+      res,
+      async () => {
+        const r = await checkReadiness(gw.deps);
+        return { status: r.ready ? 200 : 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) };
+      },
+      head,
+    ),
   );
 
   const customPage = gw.featureList().find((f) => f.embedPage)?.embedPage;
@@ -191,18 +214,27 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     }
     return check;
   };
-  app.get('/embed/:token', (res, req) => {
+  const customNotFound = gw.featureList().find((f) => f.notFoundPage)?.notFoundPage;
+  const notFound = async (path: string): Promise<HttpReply> => (customNotFound ? customNotFound({ path }) : notFoundPage());
+  getAndHead('/embed/:token', (res, req, head) => {
     const token = req.getParameter(0);
-    later(res, async () => {
-      const check = await checkLink(token);
-      if (!check.ok) return customRefusal ? customRefusal({ token: token ?? '', refusal: check }) : refusalPage(check.status === 410 ? 410 : 401);
-      return customPage ? customPage({ link: check.link, token }) : placeholderPage(check.link);
-    });
+    const url = req.getUrl();
+    later(
+      res,
+      async () => {
+        // `/embed/` (no token) is a page that does not exist, not a refused link
+        if (!token) return notFound(url);
+        const check = await checkLink(token);
+        if (!check.ok) return customRefusal ? customRefusal({ token, refusal: check }) : refusalPage(check.status === 410 ? 410 : 401);
+        return customPage ? customPage({ link: check.link, token }) : placeholderPage(check.link);
+      },
+      head,
+    );
   });
 
   for (const f of gw.featureList()) {
     for (const route of f.http ?? []) {
-      app.get(route.pattern, (res, req) => {
+      getAndHead(route.pattern, (res, req, head) => {
         const headers: Record<string, string> = {};
         req.forEach((k, v) => (headers[k] = v));
         const params: string[] = [];
@@ -212,10 +244,21 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
           params.push(p);
         }
         const input = { url: req.getUrl(), query: req.getQuery() ?? '', headers, params };
-        later(res, async () => route.handle(input));
+        later(res, async () => route.handle(input), head);
       });
     }
   }
+
+  // Whatever no route above took: uWS would drop the connection without an answer.
+  app.any('/*', (res, req) => {
+    const method = req.getMethod();
+    const url = req.getUrl();
+    const head = method === 'head';
+    // the WebSocket route passes on a request without a valid key
+    if (url === '/ws') return reply(res, refusalReply(noKey), head);
+    if (method !== 'get' && !head) return reply(res, notAllowed());
+    later(res, () => notFound(url), head);
+  });
 
   app.ws<UserData>('/ws', {
     compression: uWS.DISABLED,

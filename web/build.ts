@@ -3,7 +3,7 @@
  * dist/web, ready for the gateway to serve (docs/board.md, "Serving the page"):
  *
  *   dist/web/index.html            the page for GET /embed/<token> (Cache-Control: no-store)
- *   dist/web/errors/<kind>.html    expired / unknown / archived / removed link pages
+ *   dist/web/errors/<kind>.html    expired / unknown / archived / removed link pages, and notfound (404)
  *   dist/web/assets/*              content-hashed JS, CSS, KaTeX fonts (cache for a year, immutable),
  *                                  with .br and .gz variants of the text files
  *   dist/web/assets/excalidraw/    Excalidraw's fonts, loaded at run time via EXCALIDRAW_ASSET_PATH
@@ -11,7 +11,7 @@
  *
  * Everything, fonts included, is served from our own origin: the page works without the internet.
  */
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,28 @@ const out = process.env.WEB_OUT ? path.resolve(process.env.WEB_OUT) : path.join(
 const assets = path.join(out, 'assets');
 /** URL path the gateway serves dist/web/assets under. */
 const PUBLIC_PATH = '/web/assets';
+
+/**
+ * Excalidraw lists a CDN copy of every font (esm.sh) after the one under EXCALIDRAW_ASSET_PATH
+ * (ExcalidrawFontFace.createUrls). Our CSP blocks it, and Chromium logged a CSP error for each
+ * (~230 on load). The fallback base becomes our own asset path, so every font URL is on our origin.
+ * The build fails if the string is not found exactly once (a new Excalidraw version: look again).
+ */
+const CDN_FALLBACK = /`https:\/\/esm\.sh\/\$\{.*?"@excalidraw\/excalidraw"\}\/dist\/prod\/`/g;
+let cdnFallbacks = 0;
+const noCdnFonts: Plugin = {
+  name: 'excalidraw-no-cdn-fonts',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/].*\.js$/ }, async (args) => {
+      const code = await readFile(args.path, 'utf8');
+      const patched = code.replace(CDN_FALLBACK, () => {
+        cdnFallbacks++;
+        return '(typeof window<"u"&&typeof window.EXCALIDRAW_ASSET_PATH=="string"?window.EXCALIDRAW_ASSET_PATH:location.origin+"/")';
+      });
+      return { contents: patched, loader: 'js' };
+    });
+  },
+};
 
 await rm(out, { recursive: true, force: true });
 await mkdir(assets, { recursive: true });
@@ -51,7 +73,9 @@ const result = await build({
   loader: { '.woff2': 'file', '.woff': 'file', '.ttf': 'file', '.png': 'file', '.svg': 'file' },
   legalComments: 'linked',
   logLevel: 'warning',
+  plugins: [noCdnFonts],
 });
+if (cdnFallbacks !== 1) throw new Error(`web/build.ts: Excalidraw's CDN font fallback found ${cdnFallbacks} times, expected once`);
 
 // The font path for Excalidraw, as a classic script that runs before the module bundle (web/src/assetPath.ts).
 const boot = await build({
@@ -88,6 +112,7 @@ const ERRORS: Record<string, [string, string, string]> = {
   expired: ['!', 'This link has expired', 'Links work for a limited time. Ask your teacher or the platform for a new link to the lesson.'],
   archived: ['✓', 'This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
   removed: ['×', 'You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
+  notfound: ['?', 'There is no page here', 'Open the lesson with the whole link you were given, or ask your teacher or the platform for a new one.'],
 };
 await mkdir(path.join(out, 'errors'));
 for (const [kind, [icon, title, message]] of Object.entries(ERRORS)) {

@@ -28,6 +28,15 @@ export function refusalPage(status: 401 | 410): HttpReply {
   };
 }
 
+/** The page for a path the gateway does not serve. */
+export function notFoundPage(): HttpReply {
+  return {
+    status: 404,
+    headers: pageHeaders(),
+    body: '<!doctype html><html lang="en"><meta charset="utf-8"><title>Lesson</title><body><p>There is no page here. Open the lesson with the link you were given.</p></body></html>',
+  };
+}
+
 /**
  * Placeholder participant page until the board phase replaces it (through
  * GatewayFeature.embedPage): connects to /ws with the token from its own URL

@@ -390,12 +390,13 @@ describe('video call signalling', () => {
     expect(WelcomeExtras.parse(t.of('welcome')[0])).toMatchObject({ ice_servers: [], chat: [] });
 
     t.send({ type: 'rtc.offer', to: sid, sdp: 'v=0 offer' });
-    expect(await s.waitType('rtc.offer')).toEqual({ type: 'rtc.offer', from: tid, sdp: 'v=0 offer' });
+    // from_conn: the sender's call id (docs/board-protocol.md, "Video call"; test/realtime/call-connections.test.ts)
+    expect(await s.waitType('rtc.offer')).toEqual({ type: 'rtc.offer', from: tid, from_conn: t.of('welcome')[0].call_id, sdp: 'v=0 offer' });
     s.send({ type: 'rtc.answer', to: tid, sdp: 'v=0 answer' });
-    expect(await t.waitType('rtc.answer')).toEqual({ type: 'rtc.answer', from: sid, sdp: 'v=0 answer' });
+    expect(await t.waitType('rtc.answer')).toEqual({ type: 'rtc.answer', from: sid, from_conn: s.of('welcome')[0].call_id, sdp: 'v=0 answer' });
     const candidate = { candidate: 'candidate:1 1 udp 2122260223 192.0.2.1 54400 typ host', sdpMid: '0', sdpMLineIndex: 0 };
     s.send({ type: 'rtc.ice', to: tid, candidate });
-    expect(await t.waitType('rtc.ice')).toEqual({ type: 'rtc.ice', from: sid, candidate });
+    expect(await t.waitType('rtc.ice')).toEqual({ type: 'rtc.ice', from: sid, from_conn: s.of('welcome')[0].call_id, candidate });
     t.send({ type: 'rtc.offer', to: 'AAAAAAAAAAAAAAAA', sdp: 'v=0' }); // nobody: dropped
     t.send({ type: 'rtc.offer', to: tid, sdp: 'v=0' });
     expect(await t.waitType('error')).toMatchObject({ code: 'not_found', ref: 'rtc.offer' });

@@ -23,6 +23,8 @@ interface Welcome {
   media?: Record<string, MediaState>;
   /** the last chat lines */
   chat?: ChatLine[];
+  /** this connection's id in the call (full lessons): signals name it in `to_conn` */
+  call_id?: string;
 }
 
 const END_TEXT: Record<EndReason, [string, string]> = {
@@ -38,6 +40,7 @@ export function App({ token }: { token: string }) {
   const [participants, setParticipants] = useState<Participant[]>([]);
   const [chat, setChat] = useState<ChatLine[]>([]);
   const [toast, setToast] = useState<string | null>(null);
+  const [chatRefusals, setChatRefusals] = useState(0);
   const [, rerender] = useReducer((x: number) => x + 1, 0);
   const board = useRef<BoardHandle | null>(null);
   const early = useRef<ServerMessage[]>([]);
@@ -89,12 +92,15 @@ export function App({ token }: { token: string }) {
           const mine = media.current.get(w.you.id);
           if (!call.current) {
             const c = (call.current = new Call(w.you.id, w.ice_servers ?? [], (m) => send(m), rerender));
+            c.conn = w.call_id ?? '';
             c.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
             void c.start().then(() => {
               reportMedia();
               for (const p of others) c.peerPresent(p.id);
             });
           } else {
+            // a new socket: a new call id, and every tab is asked to call this one again
+            call.current.conn = w.call_id ?? '';
             call.current.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
             call.current.reset();
             reportMedia();
@@ -115,22 +121,29 @@ export function App({ token }: { token: string }) {
         if (!m.person) return;
         const person = withKnownMedia(m.person);
         setParticipants((ps) => (m.event === 'joined' ? uniq([...ps, person]) : ps.filter((p) => p.id !== person.id)));
-        if (m.event === 'joined') call.current?.peerPresent(person.id);
-        else call.current?.peerLeft(person.id);
+        // a person who joins says hello to me (rtc.hello); one who leaves takes all their tabs along
+        if (m.event === 'left') call.current?.peerLeft(person.id);
         return;
       }
       case 'chat':
         setChat((c) => mergeChat(c, [msg as ChatLine]));
         return;
+      case 'rtc.hello':
       case 'rtc.offer':
-        void call.current?.onOffer(msg.from as string, msg.sdp as string);
-        return;
       case 'rtc.answer':
-        void call.current?.onAnswer(msg.from as string, msg.sdp as string);
-        return;
       case 'rtc.ice':
-        void call.current?.onIce(msg.from as string, msg.candidate as RTCIceCandidateInit);
+      case 'rtc.bye': {
+        const c = call.current;
+        const m = msg as { type: string; from: string; from_conn: string; to_conn?: string; sdp?: string; candidate?: RTCIceCandidateInit };
+        // signals reach every tab of my person: `to_conn` says which one they are for
+        if (!c || typeof m.from_conn !== 'string' || !c.mine(m)) return;
+        if (m.type === 'rtc.hello') void c.onHello(m.from, m.from_conn);
+        else if (m.type === 'rtc.offer') void c.onOffer(m.from, m.from_conn, m.sdp ?? '');
+        else if (m.type === 'rtc.answer') void c.onAnswer(m.from_conn, m.sdp ?? '');
+        else if (m.type === 'rtc.ice') void c.onIce(m.from_conn, m.candidate!);
+        else c.onBye(m.from_conn);
         return;
+      }
       case 'media.state': {
         const m = msg as Extract<ServerMessage, { type: 'media.state' }>;
         // states of one person may arrive out of order from two gateway nodes: keep the newest
@@ -157,9 +170,16 @@ export function App({ token }: { token: string }) {
         notify(`The teacher allows you to turn your ${what(m)} on again.`);
         return;
       }
-      case 'error':
-        notify(String((msg as { message?: string }).message ?? 'Something went wrong'));
+      case 'error': {
+        const e = msg as { message?: string; code?: string; ref?: string };
+        if (e.ref === 'chat.send') {
+          setChatRefusals((n) => n + 1);
+          notify(e.code === 'rate_limited' ? 'Too many messages at once: wait a moment and press Send again.' : `Message not sent: ${e.message ?? e.code}`);
+          return;
+        }
+        notify(String(e.message ?? 'Something went wrong'));
         return;
+      }
       default:
         if (msg.type.startsWith('board.')) {
           if (board.current) board.current.message(msg as ServerMessage);
@@ -220,6 +240,7 @@ export function App({ token }: { token: string }) {
               full={full}
               chat={chat}
               sendChat={(text) => send({ type: 'chat.send', text })}
+              chatRefusals={chatRefusals}
               mute={(id, what) => send({ type: 'teacher.mute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
               unmute={(id, what) => send({ type: 'teacher.unmute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
               remove={(id) => send({ type: 'teacher.remove', participant_id: id })}

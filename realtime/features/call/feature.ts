@@ -5,6 +5,7 @@ import type { GatewayFeature } from '../../features.js';
 import { defineMessage } from '../../protocol/registry.js';
 import { featureError } from '../frames.js';
 import type { LessonHub } from '../hub.js';
+import { callId, SignalSchemas } from './connections.js';
 import { mediaStateFrame, type MediaStates } from './media.js';
 
 /** Person ids are 16 base64url characters (realtime/Gateway.ts publicPersonId). */
@@ -28,18 +29,22 @@ export function callAllowed(conn: ClientConnection, type: string): boolean {
 export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): GatewayFeature {
   const log = deps.log.child({ component: 'call' });
 
-  const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice'>(type: T) =>
+  const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice' | 'rtc.hello'>(type: T) =>
     defineMessage({
       type,
-      schema: ClientMessages[type],
-      description: `WebRTC ${type.slice(4)}, relayed only to the participant \`to\` of the same lesson (full lessons).`,
-      handle({ conn }, msg: { to: string; sdp?: string; candidate?: unknown }) {
+      schema: SignalSchemas[type],
+      description:
+        type === 'rtc.hello'
+          ? 'A tab that joined the call asks each connection of the participant `to` to offer it a call (full lessons).'
+          : `WebRTC ${type.slice(4)}, relayed only to the participant \`to\` of the same lesson, for its connection \`to_conn\` when given (full lessons).`,
+      handle({ conn }, msg: { to: string; to_conn?: string; sdp?: string; candidate?: unknown }) {
         if (!callAllowed(conn, type)) return;
         if (!PERSON_ID.test(msg.to) || msg.to === conn.person.id) {
           conn.send(featureError('not_found', 'no such participant in this lesson', type));
           return;
         }
-        const frame = type === 'rtc.ice' ? { type, from: conn.person.id, candidate: msg.candidate } : { type, from: conn.person.id, sdp: msg.sdp };
+        const from = { from: conn.person.id, from_conn: callId(conn), ...(msg.to_conn ? { to_conn: msg.to_conn } : {}) };
+        const frame = type === 'rtc.ice' ? { type, ...from, candidate: msg.candidate } : type === 'rtc.hello' ? { type, ...from } : { type, ...from, sdp: msg.sdp };
         hub.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
       },
     });
@@ -57,7 +62,7 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
 
   return {
     name: 'call',
-    messages: [signal('rtc.offer'), signal('rtc.answer'), signal('rtc.ice'), state],
+    messages: [signal('rtc.hello'), signal('rtc.offer'), signal('rtc.answer'), signal('rtc.ice'), state],
     async welcome({ conn }) {
       if (conn.link.lesson_mode !== 'full') return {};
       let states = {};
@@ -66,10 +71,13 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
       } catch (err) {
         log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'media state unavailable');
       }
-      return { ice_servers: deps.config.ICE_SERVERS, media: states };
+      return { ice_servers: deps.config.ICE_SERVERS, media: states, call_id: callId(conn) };
     },
     async onClosed({ conn, gateway, personLeft }) {
-      if (!personLeft || conn.link.lesson_mode !== 'full') return;
+      if (conn.link.lesson_mode !== 'full') return;
+      // the tab's tiles go at once on every page, also while the person stays in another tab
+      gateway.broadcast(conn.lessonId, JSON.stringify({ type: 'rtc.bye', from: conn.person.id, from_conn: callId(conn) }));
+      if (!personLeft) return;
       const s = await media.left(conn.lessonId, conn.person.id);
       gateway.broadcast(conn.lessonId, mediaStateFrame(conn.person.id, s));
     },

@@ -39,8 +39,8 @@ const pageHeaders = (csp: string): Record<string, string> => ({
 });
 
 /** Error pages built by web/build.ts (dist/web/errors/<kind>.html) and their status. */
-type ErrorKind = 'unknown' | 'expired' | 'archived' | 'removed';
-const STATUS: Record<ErrorKind, number> = { unknown: 401, expired: 401, archived: 410, removed: 403 };
+type ErrorKind = 'unknown' | 'expired' | 'archived' | 'removed' | 'notfound';
+const STATUS: Record<ErrorKind, number> = { unknown: 401, expired: 401, archived: 410, removed: 403, notfound: 404 };
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -49,6 +49,7 @@ const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
  * page"): GET /embed/<token> answers index.html for a valid link and the
  * clear error page of the refusal otherwise (unknown or expired link 401,
  * deleted lesson 410, removed participant 403, anything else with its status);
+ * any path nothing serves (`/`, `/embed/`) the 404 card;
  * GET /web/assets/* the bundle. Without a build (dist/web missing) the
  * gateway's placeholder page is served and an error is logged, so a gateway
  * started from a fresh checkout still answers.
@@ -62,7 +63,7 @@ export function pageFeature(deps: Deps, webDir = deps.config.WEB_DIR ?? defaultW
     warned = true;
   };
 
-  async function errorPage(kind: ErrorKind | null, refusal: Refusal): Promise<HttpReply> {
+  async function errorPage(kind: ErrorKind | null, refusal: Pick<Refusal, 'message'> & { status: number }): Promise<HttpReply> {
     const status = kind ? STATUS[kind] : refusal.status;
     const built = kind ? await files.read(path.join(webDir, 'errors', `${kind}.html`)) : null;
     if (built) return { status, headers: pageHeaders(ERROR_CSP), body: built };
@@ -92,6 +93,8 @@ export function pageFeature(deps: Deps, webDir = deps.config.WEB_DIR ?? defaultW
       }
       return { status: 200, headers: pageHeaders(PAGE_CSP), body: index };
     },
+    // `/`, `/embed`, `/embed/` and any other path nothing serves: the card, not a dropped connection
+    notFoundPage: () => errorPage('notfound', { status: 404, message: 'There is no page here' }),
     async refusalPage({ token, refusal }) {
       if (refusal.code === 'removed') return errorPage('removed', refusal);
       if (refusal.status === 410) return errorPage('archived', refusal);

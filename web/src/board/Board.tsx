@@ -5,6 +5,7 @@ import type { BoardOp } from '../../../src/board/schema.js';
 import type { ServerMessage } from '../../../src/board/protocol.js';
 import type { ExEl } from './convert.js';
 import { Overlays, type Viewport } from './Overlays.js';
+import { BoardMenu } from '../ui/BoardMenu.js';
 import { PageBar } from './PageBar.js';
 import { BoardSync, type SyncView } from './sync.js';
 import { SubjectTools, subjectSetup, type SubjectMode } from './SubjectTools.js';
@@ -104,8 +105,10 @@ export function Board(props: {
           gridModeEnabled={setup.grid}
           UIOptions={{ tools: { image: false }, canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: true, clearCanvas: props.role === 'teacher', toggleTheme: true } }}
           initialData={{ appState: { currentItemRoughness: setup.roughness, currentItemStrokeWidth: 2, gridSize: 20, viewBackgroundColor: '#ffffff' } as never }}
-          renderTopRightUI={() => <SubjectTools subject={props.subject} api={apiRef} />}
-        />
+          renderTopRightUI={(isMobile) => <SubjectTools subject={props.subject} api={apiRef} compact={isMobile} />}
+        >
+          <BoardMenu />
+        </Excalidraw>
         <Overlays elements={sceneEls} view={viewport} />
       </div>
     </div>

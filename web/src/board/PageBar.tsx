@@ -5,7 +5,7 @@ import type { SyncView } from './sync.js';
 const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
 
 /**
- * Page tabs. Everyone can add and rename pages; a teacher can also delete
+ * Page tabs. Everyone can add and rename pages (double-click or F2); a teacher can also delete
  * pages and pin one (everyone is moved to it, students cannot leave it).
  * The server enforces the same rules (src/board/apply.ts).
  */
@@ -19,31 +19,33 @@ export function PageBar(props: { view: SyncView; role: 'teacher' | 'student'; lo
   return (
     <nav className="pagebar" aria-label="Pages">
       {view.pages.map((p, i) => (
-        <button
-          key={p.id}
-          className={`page-tab${p.id === view.page ? ' current' : ''}${p.id === view.pinned ? ' pinned' : ''}`}
-          disabled={props.locked && p.id !== view.pinned}
-          onClick={() => props.goTo(p.id)}
-          onDoubleClick={() => rename(p.id, p.name)}
-          title={p.id === view.pinned ? 'Pinned by the teacher' : 'Double-click to rename'}
-          data-testid={`page-tab-${i}`}
-        >
-          {p.id === view.pinned && <PinIcon title="pinned" />}
-          {p.name}
+        <span key={p.id} className={`page-tab-wrap${p.id === view.page ? ' current' : ''}`}>
+          <button
+            className={`page-tab${p.id === view.page ? ' current' : ''}${p.id === view.pinned ? ' pinned' : ''}`}
+            aria-current={p.id === view.page ? 'page' : undefined}
+            disabled={props.locked && p.id !== view.pinned}
+            onClick={() => props.goTo(p.id)}
+            onDoubleClick={() => rename(p.id, p.name)}
+            // F2 renames, as in a file manager: the keyboard's double-click
+            onKeyDown={(e) => e.key === 'F2' && rename(p.id, p.name)}
+            title={p.id === view.pinned ? 'Pinned by the teacher' : 'Double-click or F2 to rename'}
+            data-testid={`page-tab-${i}`}
+          >
+            {p.id === view.pinned && <PinIcon title="pinned" />}
+            {p.name}
+          </button>
           {teacher && view.pages.length > 1 && p.id === view.page && (
-            <span
+            // a button of its own beside the tab (not inside it): reachable with Tab, pressed with Enter or Space
+            <button
               className="page-close"
-              role="button"
-              aria-label="Delete page"
-              onClick={(e) => {
-                e.stopPropagation();
-                if (window.confirm(`Delete "${p.name}" and everything on it?`)) props.submit({ type: 'page.delete', page_id: p.id });
-              }}
+              aria-label={`Delete page ${p.name}`}
+              title="Delete this page"
+              onClick={() => window.confirm(`Delete "${p.name}" and everything on it?`) && props.submit({ type: 'page.delete', page_id: p.id })}
             >
               ×
-            </span>
+            </button>
           )}
-        </button>
+        </span>
       ))}
       {!props.locked && (
         <button

@@ -1,7 +1,8 @@
-import { CaptureUpdateAction, restoreElements } from '@excalidraw/excalidraw';
+import { CaptureUpdateAction, getCommonBounds, getVisibleSceneBounds, restoreElements } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import katex from 'katex';
 import { useState, type RefObject } from 'react';
+import { freeSpot, type Box } from './placement.js';
 
 export type SubjectMode = 'generic' | 'math' | 'physics';
 
@@ -22,9 +23,31 @@ const SNIPPETS = ['\\frac{a}{b}', 'x^{2}', '\\sqrt{x}', '\\sum_{i=1}^{n}', '\\in
 
 type Dialog = null | { kind: 'formula'; latex: string } | { kind: 'vector'; label: string; magnitude: string; unit: string };
 
-function centre(api: ExcalidrawImperativeAPI): { x: number; y: number } {
+/**
+ * Screen pixels of the view that Excalidraw's toolbars (and, on a phone, our
+ * tool column) cover: a card placed there would be hidden under them.
+ */
+const COVERED = { desktop: { top: 72, bottom: 64, left: 16, right: 16 }, compact: { top: 72, bottom: 96, left: 60, right: 60 } };
+
+/** The part of the view (scene coordinates) not under a toolbar. */
+function usableView(api: ExcalidrawImperativeAPI, compact: boolean): Box {
   const s = api.getAppState();
-  return { x: -s.scrollX + s.width / 2 / s.zoom.value, y: -s.scrollY + s.height / 2 / s.zoom.value };
+  const c = COVERED[compact ? 'compact' : 'desktop'];
+  const z = s.zoom.value;
+  const [x1, y1, x2, y2] = getVisibleSceneBounds(s as never);
+  return { x: x1 + c.left / z, y: y1 + c.top / z, width: x2 - x1 - (c.left + c.right) / z, height: y2 - y1 - (c.top + c.bottom) / z };
+}
+
+/**
+ * Top-left corner for a new card of `size`: the free spot nearest the middle
+ * of the view, so it covers nothing on the board (placement.ts).
+ */
+function place(api: ExcalidrawImperativeAPI, size: { width: number; height: number }, compact: boolean): { x: number; y: number } {
+  const taken: Box[] = api.getSceneElements().map((e) => {
+    const [bx1, by1, bx2, by2] = getCommonBounds([e]);
+    return { x: bx1, y: by1, width: bx2 - bx1, height: by2 - by1 };
+  });
+  return freeSpot(size, usableView(api, compact), taken);
 }
 
 /** The size KaTeX gives a formula at `fontSize`, measured off-screen. */
@@ -38,12 +61,16 @@ function measure(latex: string, fontSize: number): { width: number; height: numb
   return { width: Math.ceil(r.width) + 8, height: Math.ceil(r.height) + 6 };
 }
 
-function insert(api: ExcalidrawImperativeAPI, el: Record<string, unknown>): void {
+function insert(api: ExcalidrawImperativeAPI, el: Record<string, unknown>, compact: boolean): void {
   const [restored] = restoreElements([el as never], null);
   api.updateScene({ elements: [...api.getSceneElementsIncludingDeleted(), restored], captureUpdate: CaptureUpdateAction.IMMEDIATELY });
+  // the view had no room: it went below everything, so bring it into view
+  const v = usableView(api, compact);
+  if (restored.x < v.x || restored.y < v.y || restored.x + restored.width > v.x + v.width || restored.y + restored.height > v.y + v.height) api.scrollToContent(restored, { animate: false });
 }
 
-export function SubjectTools({ subject, api }: { subject: SubjectMode; api: RefObject<ExcalidrawImperativeAPI | null> }) {
+/** `compact`: Excalidraw's phone layout (icons only, in a column of their own: styles.css). */
+export function SubjectTools({ subject, api, compact = false }: { subject: SubjectMode; api: RefObject<ExcalidrawImperativeAPI | null>; compact?: boolean }) {
   const setup = subjectSetup(subject);
   const [dialog, setDialog] = useState<Dialog>(null);
   if (!setup.formulas && !setup.vectors) return null;
@@ -53,30 +80,31 @@ export function SubjectTools({ subject, api }: { subject: SubjectMode; api: RefO
   const addFormula = (latex: string) => {
     if (!a || !latex.trim()) return;
     const size = measure(latex, 28);
-    const c = centre(a);
-    insert(a, { id: id(), type: 'rectangle', x: c.x - size.width / 2, y: c.y - size.height / 2, ...size, strokeColor: 'transparent', backgroundColor: '#ffffff', fillStyle: 'solid', roughness: 0, customData: { kind: 'formula', latex, fontSize: 28, color: '#1e1e1e' } });
+    const at = place(a, size, compact);
+    insert(a, { id: id(), type: 'rectangle', ...at, ...size, strokeColor: 'transparent', backgroundColor: '#ffffff', fillStyle: 'solid', roughness: 0, customData: { kind: 'formula', latex, fontSize: 28, color: '#1e1e1e' } }, compact);
   };
   const addVector = (label: string, magnitude: string, unit: string) => {
     if (!a) return;
-    const c = centre(a);
+    // the arrow and its label above it (Overlays.tsx) take about 160 x 40
+    const at = place(a, { width: 160, height: 40 }, compact);
     const m = magnitude.trim() === '' ? null : Number(magnitude);
     insert(a, {
-      id: id(), type: 'arrow', x: c.x - 80, y: c.y, width: 160, height: 0, points: [[0, 0], [160, 0]], strokeColor: '#1971c2', strokeWidth: 2, roughness: 0,
+      id: id(), type: 'arrow', x: at.x, y: at.y + 30, width: 160, height: 0, points: [[0, 0], [160, 0]], strokeColor: '#1971c2', strokeWidth: 2, roughness: 0,
       startArrowhead: null, endArrowhead: 'triangle',
       customData: { kind: 'vector', label: label.trim().slice(0, 60) || 'F', magnitude: Number.isFinite(m) ? m : null, unit: unit.trim().slice(0, 20) },
-    });
+    }, compact);
   };
 
   return (
-    <div className="subject-tools">
+    <div className={`subject-tools${compact ? ' compact' : ''}`}>
       {setup.formulas && (
-        <button className="tool-button" title="Insert a formula (LaTeX)" onClick={() => setDialog({ kind: 'formula', latex: '' })} data-testid="tool-formula">
-          ∑ Formula
+        <button className="tool-button" title="Insert a formula (LaTeX)" aria-label="Formula" onClick={() => setDialog({ kind: 'formula', latex: '' })} data-testid="tool-formula">
+          {compact ? '∑' : '∑ Formula'}
         </button>
       )}
       {setup.vectors && (
-        <button className="tool-button" title="Insert a vector with a label" onClick={() => setDialog({ kind: 'vector', label: 'F', magnitude: '', unit: 'N' })} data-testid="tool-vector">
-          → Vector
+        <button className="tool-button" title="Insert a vector with a label" aria-label="Vector" onClick={() => setDialog({ kind: 'vector', label: 'F', magnitude: '', unit: 'N' })} data-testid="tool-vector">
+          {compact ? '→' : '→ Vector'}
         </button>
       )}
       {dialog?.kind === 'formula' && (

@@ -1,21 +1,48 @@
 /**
  * The video call of a `full` lesson: a mesh of RTCPeerConnections, one per
- * other participant, signalled through the gateway (rtc.offer / rtc.answer /
- * rtc.ice, relayed only within the lesson). Of each pair, the participant
- * with the smaller id makes the offer, so both sides agree without a round of
- * negotiation. A lesson has a tutor and a few students; a mesh is the simplest
- * thing that works at that size (docs/board.md, "Video call").
+ * other participant's *connection* (a person with the lesson open on a laptop
+ * and a tablet takes part twice), signalled through the gateway (rtc.hello /
+ * rtc.offer / rtc.answer / rtc.ice / rtc.bye, docs/board-protocol.md "Video
+ * call"). A tab that joins says hello to everyone; each connection that hears
+ * it offers, so on a join only one side offers. A lesson has a tutor and a
+ * few students; a mesh is the simplest thing that works at that size
+ * (docs/board.md, "Video call").
+ *
+ * Recovery: a connection that fails, stays disconnected or is closed is
+ * replaced by a new one, offered again with a growing delay (1, 2, 4 ... 15 s)
+ * until it connects or the peer's tab is gone. Both sides may offer at once
+ * (both noticed the failure); the connection with the smaller call id keeps
+ * its offer and the other answers it (WebRTC's "perfect negotiation").
  */
 export interface Peer {
-  id: string;
+  /** the peer connection's call id (one tab) */
+  key: string;
+  /** its person id */
+  person: string;
   stream: MediaStream | null;
   state: RTCPeerConnectionState;
 }
 
 type Signal =
-  | { type: 'rtc.offer'; to: string; sdp: string }
-  | { type: 'rtc.answer'; to: string; sdp: string }
-  | { type: 'rtc.ice'; to: string; candidate: RTCIceCandidateInit };
+  | { type: 'rtc.hello'; to: string }
+  | { type: 'rtc.offer'; to: string; to_conn: string; sdp: string }
+  | { type: 'rtc.answer'; to: string; to_conn: string; sdp: string }
+  | { type: 'rtc.ice'; to: string; to_conn: string; candidate: RTCIceCandidateInit };
+
+interface Entry {
+  pc: RTCPeerConnection;
+  peer: Peer;
+  queued: RTCIceCandidateInit[];
+  /** re-offers since it was last connected */
+  attempts: number;
+  retry?: ReturnType<typeof setTimeout>;
+}
+
+/** How long a connection may stay `disconnected` (a network blip) before it is replaced. */
+const DISCONNECTED_GRACE_MS = 2000;
+const RETRY_MAX_MS = 15_000;
+/** How often closed connections are looked for (closing one fires no event on its own side). */
+const WATCH_MS = 1000;
 
 export class Call {
   local: MediaStream | null = null;
@@ -23,11 +50,14 @@ export class Call {
   mic = false;
   /** turned off by the teacher: cannot be turned on until they allow it (the gateway keeps it off for everyone anyway) */
   blocked = { camera: false, mic: false };
-  private pcs = new Map<string, { pc: RTCPeerConnection; peer: Peer; queued: RTCIceCandidateInit[] }>();
+  /** my connection's call id (welcome.call_id); changes when the socket reconnects */
+  conn = '';
+  private pcs = new Map<string, Entry>();
   /** settles once camera/microphone are granted or refused: no connection is made before, or it would go out without my tracks */
   private ready: Promise<void> = Promise.resolve();
   /** candidates that arrived before their connection exists (the offer is still waiting for my media) */
   private early = new Map<string, RTCIceCandidateInit[]>();
+  private watch: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly me: string,
@@ -39,6 +69,7 @@ export class Call {
   /** Asks for camera and microphone; the call works receive-only when they are refused. */
   start(): Promise<void> {
     this.ready = this.getMedia();
+    this.watch ??= setInterval(() => this.lookForClosed(), WATCH_MS);
     return this.ready;
   }
 
@@ -57,22 +88,37 @@ export class Call {
     return [...this.pcs.values()].map((p) => p.peer);
   }
 
-  /** A participant is in the lesson: the one with the smaller id calls. */
-  peerPresent(id: string): void {
-    if (id === this.me || this.pcs.has(id)) return;
-    if (this.me < id) void this.offer(id);
+  /** Is this signal for my tab? (Signals reach all of my person's tabs; `to_conn` names one.) */
+  mine(msg: { to_conn?: unknown }): boolean {
+    return msg.to_conn === undefined || msg.to_conn === this.conn;
   }
 
-  peerLeft(id: string): void {
-    this.early.delete(id);
-    this.pcs.get(id)?.pc.close();
-    this.pcs.delete(id);
-    this.changed();
+  /** A person is in the lesson and I have no call with any of their tabs: ask each tab to call me. */
+  peerPresent(person: string): void {
+    if (person === this.me || this.peers().some((p) => p.person === person)) return;
+    this.send({ type: 'rtc.hello', to: person });
   }
 
-  /** Forget every connection (the socket reconnected: peers are offered again). */
+  /** A tab of `person` joined (or rejoined) the call: I offer it a new connection. */
+  async onHello(person: string, conn: string): Promise<void> {
+    await this.ready;
+    this.drop(conn);
+    await this.offer(person, conn);
+  }
+
+  /** The person left the lesson: all their tabs' connections go. */
+  peerLeft(person: string): void {
+    for (const p of this.peers()) if (p.person === person) this.drop(p.key);
+  }
+
+  /** One tab closed (the person may still be here in another one): its tile goes. */
+  onBye(conn: string): void {
+    this.drop(conn);
+  }
+
+  /** Forget every connection (the socket reconnected: I say hello again with my new call id). */
   reset(): void {
-    for (const id of [...this.pcs.keys()]) this.peerLeft(id);
+    for (const key of [...this.pcs.keys()]) this.drop(key);
   }
 
   /** The teacher's blocks (from the gateway): a blocked kind is turned off now. */
@@ -94,28 +140,33 @@ export class Call {
     this.changed();
   }
 
-  async onOffer(from: string, sdp: string): Promise<void> {
+  async onOffer(person: string, conn: string, sdp: string): Promise<void> {
     await this.ready;
-    this.pcs.get(from)?.pc.close();
-    const entry = this.connection(from);
+    const mine = this.pcs.get(conn);
+    // both offered at once: the smaller call id's offer wins, the other side answers it
+    if (mine?.pc.signalingState === 'have-local-offer' && this.conn < conn) return;
+    const attempts = mine?.attempts ?? 0;
+    this.drop(conn);
+    const entry = this.connection(person, conn);
+    entry.attempts = attempts;
     await entry.pc.setRemoteDescription({ type: 'offer', sdp });
     await this.drain(entry);
     const answer = await entry.pc.createAnswer();
     await entry.pc.setLocalDescription(answer);
-    this.send({ type: 'rtc.answer', to: from, sdp: answer.sdp ?? '' });
+    this.send({ type: 'rtc.answer', to: person, to_conn: conn, sdp: answer.sdp ?? '' });
   }
 
-  async onAnswer(from: string, sdp: string): Promise<void> {
-    const entry = this.pcs.get(from);
+  async onAnswer(conn: string, sdp: string): Promise<void> {
+    const entry = this.pcs.get(conn);
     if (!entry || entry.pc.signalingState !== 'have-local-offer') return;
     await entry.pc.setRemoteDescription({ type: 'answer', sdp });
     await this.drain(entry);
   }
 
-  async onIce(from: string, candidate: RTCIceCandidateInit): Promise<void> {
-    const entry = this.pcs.get(from);
+  async onIce(conn: string, candidate: RTCIceCandidateInit): Promise<void> {
+    const entry = this.pcs.get(conn);
     if (!entry) {
-      this.early.set(from, [...(this.early.get(from) ?? []), candidate].slice(-50));
+      this.early.set(conn, [...(this.early.get(conn) ?? []), candidate].slice(-50));
       return;
     }
     if (!entry.pc.remoteDescription) entry.queued.push(candidate);
@@ -123,46 +174,92 @@ export class Call {
   }
 
   stop(): void {
+    if (this.watch) clearInterval(this.watch);
+    this.watch = undefined;
     this.reset();
     for (const t of this.local?.getTracks() ?? []) t.stop();
   }
 
-  private async drain(entry: { pc: RTCPeerConnection; queued: RTCIceCandidateInit[] }): Promise<void> {
+  private drop(key: string): void {
+    const entry = this.pcs.get(key);
+    this.early.delete(key);
+    if (!entry) return;
+    clearTimeout(entry.retry);
+    this.pcs.delete(key);
+    entry.pc.close();
+    this.changed();
+  }
+
+  private async drain(entry: Entry): Promise<void> {
     for (const c of entry.queued.splice(0)) await entry.pc.addIceCandidate(c).catch(() => {});
   }
 
-  private connection(id: string) {
+  private connection(person: string, key: string): Entry {
     const pc = new RTCPeerConnection({ iceServers: this.iceServers });
-    const peer: Peer = { id, stream: null, state: 'new' };
-    const entry = { pc, peer, queued: this.early.get(id) ?? [] };
-    this.early.delete(id);
-    this.pcs.set(id, entry);
+    const peer: Peer = { key, person, stream: null, state: 'new' };
+    const entry: Entry = { pc, peer, queued: this.early.get(key) ?? [], attempts: 0 };
+    this.early.delete(key);
+    this.pcs.set(key, entry);
     if (this.local) for (const t of this.local.getTracks()) pc.addTrack(t, this.local);
     else {
       pc.addTransceiver('video', { direction: 'recvonly' });
       pc.addTransceiver('audio', { direction: 'recvonly' });
     }
     pc.onicecandidate = (e) => {
-      if (e.candidate) this.send({ type: 'rtc.ice', to: id, candidate: e.candidate.toJSON() });
+      if (e.candidate) this.send({ type: 'rtc.ice', to: person, to_conn: key, candidate: e.candidate.toJSON() });
     };
     pc.ontrack = (e) => {
       peer.stream = e.streams[0] ?? new MediaStream([e.track]);
       this.changed();
     };
     pc.onconnectionstatechange = () => {
+      if (this.pcs.get(key) !== entry) return;
       peer.state = pc.connectionState;
+      if (pc.connectionState === 'connected') {
+        entry.attempts = 0;
+        clearTimeout(entry.retry);
+        entry.retry = undefined;
+      } else if (pc.connectionState === 'failed') this.recover(entry, 0);
+      else if (pc.connectionState === 'disconnected') this.recover(entry, DISCONNECTED_GRACE_MS);
       this.changed();
     };
     this.changed();
     return entry;
   }
 
-  private async offer(id: string): Promise<void> {
+  /** Replaces a broken connection with a new offer after `after` ms plus the backoff of earlier tries. */
+  private recover(entry: Entry, after: number): void {
+    clearTimeout(entry.retry);
+    const wait = after + Math.min(RETRY_MAX_MS, entry.attempts === 0 ? 0 : 1000 * 2 ** (entry.attempts - 1));
+    entry.retry = setTimeout(() => {
+      if (this.pcs.get(entry.peer.key) !== entry || entry.pc.connectionState === 'connected') return;
+      const { person, key } = entry.peer;
+      const attempts = entry.attempts + 1;
+      this.drop(key);
+      void this.offer(person, key).then((e) => {
+        if (e) {
+          e.attempts = attempts;
+          // no answer at all (the tab is gone without a bye reaching us): try again later
+          this.recover(e, RETRY_MAX_MS);
+        }
+      });
+    }, wait);
+  }
+
+  /** A connection closed on this side (by the browser, or by hand) fires no event: look for them. */
+  private lookForClosed(): void {
+    for (const entry of this.pcs.values()) {
+      if (entry.pc.connectionState === 'closed' && !entry.retry) this.recover(entry, 0);
+    }
+  }
+
+  private async offer(person: string, key: string): Promise<Entry | undefined> {
     await this.ready;
-    if (this.pcs.has(id)) return;
-    const entry = this.connection(id);
+    if (this.pcs.has(key)) return undefined;
+    const entry = this.connection(person, key);
     const offer = await entry.pc.createOffer();
     await entry.pc.setLocalDescription(offer);
-    this.send({ type: 'rtc.offer', to: id, sdp: offer.sdp ?? '' });
+    this.send({ type: 'rtc.offer', to: person, to_conn: key, sdp: offer.sdp ?? '' });
+    return entry;
   }
 }

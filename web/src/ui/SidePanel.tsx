@@ -17,15 +17,36 @@ export function SidePanel(props: {
   full: boolean;
   chat: ChatLine[];
   sendChat: (text: string) => boolean;
+  /** grows by one each time the gateway refuses a chat line (error rate_limited, ref chat.send) */
+  chatRefusals: number;
   mute: (id: string, what: { camera?: boolean; mic?: boolean }) => void;
   unmute: (id: string, what: { camera?: boolean; mic?: boolean }) => void;
   remove: (id: string) => void;
 }) {
   const [draft, setDraft] = useState('');
+  /**
+   * The line sent and not yet answered. The input is emptied only when the
+   * gateway relays it back to me; a line it refuses (the rate limit) stays in
+   * the input, to be sent again, instead of being lost.
+   */
+  const [pending, setPending] = useState<string | null>(null);
   const list = useRef<HTMLOListElement>(null);
   useEffect(() => {
     list.current?.scrollTo({ top: list.current.scrollHeight });
+    const last = props.chat[props.chat.length - 1];
+    if (pending !== null && last?.from.id === props.me.id && last.text === pending) {
+      setDraft((d) => (d.trim() === pending ? '' : d));
+      setPending(null);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [props.chat.length]);
+  useEffect(() => setPending(null), [props.chatRefusals]);
+  useEffect(() => {
+    // no answer at all (the socket dropped meanwhile): the text stays, Send works again
+    if (pending === null) return;
+    const t = setTimeout(() => setPending(null), 5000);
+    return () => clearTimeout(t);
+  }, [pending]);
   const teacher = props.me.role === 'teacher';
   const people = [...props.participants].sort((a, b) => (a.role === b.role ? a.name.localeCompare(b.name) : a.role === 'teacher' ? -1 : 1));
 
@@ -79,7 +100,8 @@ export function SidePanel(props: {
       </section>
       <section className="chat" aria-label="Chat">
         <h2>Chat</h2>
-        <ol ref={list} data-testid="chat">
+        {/* role=log: screen readers announce each new line (polite), not the whole list */}
+        <ol ref={list} data-testid="chat" role="log" aria-live="polite" aria-relevant="additions" aria-label="Chat history">
           {props.chat.length === 0 && <li className="empty">No messages yet. Say hello!</li>}
           {props.chat.map((m) => (
             <li key={m.id} className={m.from.id === props.me.id ? 'mine' : ''}>
@@ -93,11 +115,11 @@ export function SidePanel(props: {
           onSubmit={(e) => {
             e.preventDefault();
             const text = draft.trim();
-            if (text && props.sendChat(text)) setDraft('');
+            if (text && pending === null && props.sendChat(text)) setPending(text);
           }}
         >
           <input value={draft} maxLength={CHAT_MAX_CHARS} placeholder="Write a message…" onChange={(e) => setDraft(e.target.value)} aria-label="Message" />
-          <button type="submit" disabled={!draft.trim()}>Send</button>
+          <button type="submit" disabled={!draft.trim() || pending !== null}>Send</button>
         </form>
       </section>
     </aside>

@@ -29,8 +29,9 @@ export function VideoTiles({ call, me, participants, changed }: { call: Call; me
     <section className="video" aria-label="Video call" data-testid="video">
       <div className="tiles">
         <Tile stream={call.local} name={me.name} muted self camera={call.camera} />
+        {/* one tile per tab: a person on a laptop and a tablet shows twice */}
         {call.peers().map((p) => (
-          <Tile key={p.id} stream={p.stream} name={byId.get(p.id)?.name ?? '…'} muted={!byId.get(p.id)?.mic} camera={!!byId.get(p.id)?.camera} state={p.state} />
+          <Tile key={p.key} stream={p.stream} name={byId.get(p.person)?.name ?? '…'} muted={!byId.get(p.person)?.mic} camera={!!byId.get(p.person)?.camera} state={p.state} />
         ))}
       </div>
       <div className="call-controls">

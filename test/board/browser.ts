@@ -1,0 +1,104 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import { afterAll } from 'vitest';
+import { createLesson } from '../../src/domain/lessons.js';
+import { issueLink } from '../../src/domain/links.js';
+import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+import { startTestGateway, type TestGateway } from '../realtime/helpers/gateway.js';
+import { builtWeb } from './web.js';
+
+/**
+ * What the browser tests of the page chrome share (page-chrome, phone, call):
+ * the REAL gateway serving the built page, Debian's Chromium with fake media,
+ * and a page that records whatever leaves the origin and every console error.
+ */
+export const CHROMIUM = '/usr/bin/chromium';
+export const ARTIFACTS = path.resolve('test-artifacts');
+
+export const PHONE: BrowserContextOptions = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+export const LAPTOP: BrowserContextOptions = { viewport: { width: 1280, height: 800 } };
+
+export type Watched = Page & {
+  /** requests to another origin (made or blocked), `data:` and `blob:` aside */
+  offOrigin: string[];
+  /** console messages of type error, and uncaught exceptions */
+  errors: string[];
+};
+
+export interface PageStack {
+  gw: TestGateway;
+  origin: string;
+  browser: () => Browser;
+  partner: () => PartnerFixture;
+  lesson(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics'): Promise<{ lessonId: string; url: (id: string, name: string, role: 'teacher' | 'student') => Promise<string> }>;
+  /** `init`: a script run in the page before its own (e.g. to record what the page creates) */
+  open(url: string, options?: BrowserContextOptions, init?: () => void): Promise<Watched>;
+  /** A new lesson with its teacher (Anna Petrova) and a student (Boris) on their pages. */
+  teacherAndStudent(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics'): Promise<{ a: Watched; b: Watched }>;
+  shot(page: Page, name: string): Promise<void>;
+}
+
+/** Starts the gateway and Chromium for one test file; both close after it. */
+export async function startPageStack(): Promise<PageStack> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
+  const gw = await startTestGateway({ env: { WEB_DIR: builtWeb(), BOARD_PREVIEW_DEBOUNCE_MS: '500' } });
+  const origin = `http://127.0.0.1:${gw.port}`;
+  const p = await partnerFactory(gw.deps.sql);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync',
+      '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream',
+    ],
+  });
+  afterAll(async () => {
+    await browser.close();
+  });
+
+  return {
+    gw,
+    origin,
+    browser: () => browser,
+    partner: () => p,
+    async lesson(mode, subject) {
+      const lesson = await createLesson(gw.deps.sql, p.partner, { title: subject === 'math' ? 'Algebra: quadratic equations' : subject === 'physics' ? 'Mechanics: forces' : 'Drawing', mode, subject_mode: subject }, new Date());
+      return {
+        lessonId: lesson.id,
+        url: async (id, name, role) =>
+          (await issueLink(gw.deps.sql, { partner: p.partner, lesson, input: { user: { id, name, role }, ttl_minutes: 60 }, embedBaseUrl: origin, at: new Date() })).url,
+      };
+    },
+    async open(url, options = LAPTOP, init) {
+      const ctx = await browser.newContext(options);
+      if (init) await ctx.addInitScript(init);
+      const page = (await ctx.newPage()) as Watched;
+      page.offOrigin = [];
+      page.errors = [];
+      const off = (u: string) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:');
+      page.on('request', (r) => {
+        if (off(r.url())) page.offOrigin.push(r.url());
+      });
+      page.on('console', (m) => {
+        if (m.type() === 'error') page.errors.push(m.text());
+      });
+      page.on('pageerror', (e) => page.errors.push(`uncaught: ${e.message}`));
+      page.on('dialog', (d) => void d.accept());
+      await page.goto(url);
+      await page.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
+      await page.locator('[data-testid=board] canvas').first().waitFor({ timeout: 30_000 });
+      return page;
+    },
+    async teacherAndStudent(mode, subject) {
+      const l = await this.lesson(mode, subject);
+      const a = await this.open(await l.url('t1', 'Anna Petrova', 'teacher'));
+      const b = await this.open(await l.url('s1', 'Boris', 'student'));
+      return { a, b };
+    },
+    async shot(page, name) {
+      await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { PHONE, startPageStack } from './browser.js';
+
+/**
+ * The lesson on a phone (issue 12, point 7): 390 x 844 with touch, as an
+ * iPhone 12-14 shows it. Before, the chat history was 8 px tall, the page
+ * scrolled sideways and new formulas always landed in the middle, on top of
+ * whatever was there. Screenshots: test-artifacts/phone-*.png.
+ */
+const stack = await startPageStack();
+
+type Rect = { x: number; y: number; width: number; height: number };
+const rectOf = (page: Page, selector: string) => page.locator(selector).first().boundingBox() as Promise<Rect>;
+const within = (r: Rect, w: number, h: number) => r.x >= 0 && r.y >= 0 && r.x + r.width <= w + 0.5 && r.y + r.height <= h + 0.5;
+const overlap = (a: Rect, b: Rect) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+
+describe('the lesson page on a phone', () => {
+  it('has no sideways scroll, a readable chat, and the toolbar and subject tools within reach', async () => {
+    const l = await stack.lesson('full', 'physics');
+    const teacher = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'));
+    const page = await stack.open(await l.url('s1', 'Boris', 'student'), PHONE);
+    for (const text of ['Hello Boris, can you see the board?', 'Draw the forces on the block, please.', 'We start with gravity.']) {
+      await teacher.getByLabel('Message').fill(text);
+      await teacher.getByRole('button', { name: 'Send', exact: true }).click();
+    }
+    await page.getByText('We start with gravity.').waitFor();
+    await stack.shot(page, 'phone-lesson');
+
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.evaluate(() => document.body.scrollWidth)).toBeLessThanOrEqual(390);
+    // the chat: several lines visible at once
+    const chat = await rectOf(page, '[data-testid=chat]');
+    expect(chat.height).toBeGreaterThanOrEqual(120);
+    expect(within(chat, 390, 844)).toBe(true);
+    await expect.poll(() => page.getByText('Hello Boris, can you see the board?').isVisible()).toBe(true);
+    // the message box and Send fit on the screen
+    expect(within(await rectOf(page, 'input[aria-label=Message]'), 390, 844)).toBe(true);
+    expect(within(await rectOf(page, '.chat form button'), 390, 844)).toBe(true);
+
+    // Excalidraw's toolbar and our subject tools: on screen, and they work with a tap
+    const pen = await rectOf(page, '[data-testid="toolbar-freedraw"]');
+    expect(within(pen, 390, 844)).toBe(true);
+    for (const tool of ['[data-testid=tool-formula]', '[data-testid=tool-vector]']) expect(within(await rectOf(page, tool), 390, 844), tool).toBe(true);
+    await page.locator('[data-testid=tool-vector]').tap();
+    const dialog = page.getByRole('dialog', { name: 'Vector' });
+    await dialog.waitFor();
+    expect(within((await dialog.boundingBox())!, 390, 844)).toBe(true);
+    await stack.shot(page, 'phone-vector-dialog');
+    await dialog.getByLabel('Magnitude').fill('9.8');
+    await dialog.getByRole('button', { name: 'Insert' }).tap();
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 1);
+    await teacher.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 1);
+    await stack.shot(page, 'phone-vector');
+    expect(page.errors).toEqual([]);
+    await page.context().close();
+    await teacher.context().close();
+  }, 120_000);
+
+  it('places each new formula where it covers nothing already on the board', async () => {
+    const l = await stack.lesson('board_only', 'math');
+    const page = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'), PHONE);
+    // a stroke right across the middle of the board, where formulas used to land
+    const canvas = await rectOf(page, '[data-testid=board]');
+    const mid = { x: canvas.x + canvas.width / 2, y: canvas.y + canvas.height / 2 };
+    await page.locator('label:has([data-testid="toolbar-freedraw"])').tap(); // the icon over the radio
+    await page.mouse.move(mid.x - 80, mid.y - 20);
+    await page.mouse.down();
+    for (let i = 1; i <= 16; i++) await page.mouse.move(mid.x - 80 + i * 10, mid.y - 20 + (i % 2) * 40, { steps: 2 });
+    await page.mouse.up();
+    const stroke: Rect = { x: mid.x - 82, y: mid.y - 22, width: 164, height: 44 };
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 1);
+
+    // Excalidraw's toolbars, which would hide a formula under them
+    const bars = () =>
+      page.evaluate(() =>
+        [document.querySelector('[data-testid=toolbar-freedraw]')?.closest('.Island'), document.querySelector('.App-bottom-bar .Island')].map((e) => e!.getBoundingClientRect().toJSON() as Rect),
+      );
+    const formulaBoxes = () => page.locator('.overlay-formula').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().toJSON() as Rect));
+    const insert = async (latex: string, n: number) => {
+      await page.locator('[data-testid=tool-formula]').tap();
+      const dialog = page.getByRole('dialog', { name: 'Formula' });
+      await dialog.locator('textarea').fill(latex);
+      await dialog.getByRole('button', { name: 'Insert' }).tap();
+      await page.waitForFunction((k) => document.querySelectorAll('.overlay-formula .katex').length === k, n);
+      await page.keyboard.press('Escape');
+      const boxes = await formulaBoxes();
+      const last = boxes[n - 1];
+      // the new one is where the person sees it: on screen, under no toolbar, over no other formula
+      expect(within(last, 390, 844), `formula ${n} is on screen`).toBe(true);
+      for (const bar of await bars()) expect(overlap(last, bar), `formula ${n} is under a toolbar`).toBe(false);
+      for (const other of boxes.slice(0, n - 1)) expect(overlap(last, other), `formula ${n} covers another`).toBe(false);
+      return last;
+    };
+    // the first two fit in the view: beside the stroke, not on it
+    expect(overlap(await insert('E = mc^2', 1), stroke), 'formula 1 covers the stroke').toBe(false);
+    expect(overlap(await insert('a^2 + b^2 = c^2', 2), stroke), 'formula 2 covers the stroke').toBe(false);
+    await stack.shot(page, 'phone-formulas');
+    // a phone's view is soon full: the next goes below everything and the board scrolls to it
+    await insert('x = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}', 3);
+    await insert('\\int_0^1 x^2\\,dx = \\frac{1}{3}', 4);
+    await stack.shot(page, 'phone-formulas-scrolled');
+    await page.context().close();
+  }, 120_000);
+});
