@@ -23,7 +23,7 @@ export const lessonRoutes = [
     errors: ['conflict', 'plan_board_only', 'validation_error'],
     async handler(ctx, { body }) {
       const { deps, auth } = ctx.state;
-      const lesson = await createLesson(deps.sql, auth.partner, body, deps.clock.now());
+      const lesson = await createLesson(deps.sql, auth.partner, { ...body, external_id: body.external_id ?? undefined }, deps.clock.now());
       ctx.status = 201;
       ctx.body = presentLesson(lesson);
     },
