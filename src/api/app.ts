@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import Router from '@koa/router';
+import compress from 'koa-compress';
 import type { Deps } from '../deps.js';
 import { Errors } from '../errors.js';
 import { RateLimiter } from '../lib/rateLimiter.js';
@@ -19,6 +20,8 @@ import { partnerRoutes } from './routes/index.js';
 import type { ApiContext, ApiState, RouteDef } from './route.js';
 
 export const SERVICE_VERSION = '0.1.0';
+/** JSON bodies from this size on are sent compressed when the client accepts it. */
+export const COMPRESS_THRESHOLD_BYTES = 1024;
 
 /**
  * The Koa app of the partner API. Routes never look at the Host header, so the
@@ -57,6 +60,10 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
       );
     }
   });
+  // gzip or br (as the client's Accept-Encoding prefers; br at quality 4, koa-compress's default) for
+  // compressible bodies (JSON; not the PNG preview) of at least COMPRESS_THRESHOLD_BYTES or of unknown
+  // length (the streamed usage report). Below that the header bytes saved do not pay for the CPU.
+  app.use(compress({ threshold: COMPRESS_THRESHOLD_BYTES }));
   app.use(errorHandler);
 
   const publicRouter = new Router<ApiState>();

@@ -7,6 +7,8 @@ import {
   listLessons,
 } from '../../../domain/lessons.js';
 import { LessonSchema, presentLesson } from '../../presenters/lesson.js';
+import { sha256 } from '../../../lib/crypto.js';
+import { answerNotModified } from '../../conditional.js';
 import { defineRoute, LessonIdParams } from '../../route.js';
 import { LessonsCreateSchema, LessonsListQuery } from './schema.js';
 
@@ -59,11 +61,17 @@ export const lessonRoutes = [
     tag,
     summary: 'Get a lesson',
     params: LessonIdParams,
-    responses: { 200: { description: 'The lesson', schema: LessonSchema } },
+    responses: {
+      200: { description: 'The lesson', schema: LessonSchema, headers: { ETag: 'weak tag of the lesson as shown; changes when any field does' } },
+      304: { description: 'Not modified (If-None-Match matched the current ETag)' },
+    },
     errors: ['not_found', 'archived'],
     async handler(ctx, { params }) {
-      const { deps, auth } = ctx.state;
-      ctx.body = presentLesson(await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id));
+      const { auth } = ctx.state;
+      const lesson = presentLesson(await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id));
+      // no version column: the tag is a digest of what is shown (~1 us for a lesson)
+      if (answerNotModified(ctx, `W/"${sha256(JSON.stringify(lesson)).toString('base64url', 0, 16)}"`)) return;
+      ctx.body = lesson;
     },
   }),
   defineRoute({

@@ -25,7 +25,12 @@ export const usageRoutes = [
       const body = Readable.from(renderUsage(report));
       // Koa pipes the body with stream.pipeline: an error here destroys the
       // socket (the client sees an aborted transfer, never a short valid JSON).
-      body.on('error', (err) => deps.log.error({ component: 'reports', err, requestId: ctx.state.requestId }, 'usage report aborted'));
+      // When the body is compressed, koa-compress pipes it with .pipe(), which does not pass the error on:
+      // the socket is destroyed here so a failure never ends in a complete-looking response.
+      body.on('error', (err) => {
+        deps.log.error({ component: 'reports', err, requestId: ctx.state.requestId }, 'usage report aborted');
+        ctx.res.destroy();
+      });
       ctx.type = 'application/json';
       ctx.body = body;
     },
