@@ -18,7 +18,7 @@ export const usageRoutes = [
       'Rules: docs/reports.md.',
     query: UsageQuery,
     responses: { 200: { description: 'Usage report', schema: UsageReportSchema } },
-    errors: ['bad_range', 'validation_error'],
+    errors: ['bad_range'],
     async handler(ctx, { query }) {
       const { deps, auth } = ctx.state;
       const report = await getUsageReport(deps.sql, auth.partner.id, query, deps.clock.now());
