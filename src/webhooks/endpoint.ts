@@ -65,9 +65,15 @@ export async function getWebhook(deps: Deps, partnerId: string): Promise<Webhook
   const [row] = await deps.sql<{ url: string; secret: string; created_at: Date; updated_at: Date }[]>`
     SELECT url, secret, created_at, updated_at FROM webhooks WHERE partner_id = ${partnerId}`;
   if (!row) return undefined;
-  const { previous } = decodeSigningSecrets(webhookRuntime(deps).secrets.open(row.secret, partnerId));
-  const active = previous && previous.until.getTime() > deps.clock.now().getTime();
-  return { url: row.url, created_at: row.created_at, updated_at: row.updated_at, previous_secret_expires_at: active ? previous.until : null };
+  let previous: SigningSecrets['previous'];
+  try {
+    previous = decodeSigningSecrets(webhookRuntime(deps).secrets.open(row.secret, partnerId)).previous;
+  } catch {
+    // sealed under a key no longer configured: nothing signs with it (its attempts fail, logged by the dispatcher)
+    previous = undefined;
+  }
+  const until = previous && previous.until.getTime() > deps.clock.now().getTime() ? previous.until : null;
+  return { url: row.url, created_at: row.created_at, updated_at: row.updated_at, previous_secret_expires_at: until };
 }
 
 /**

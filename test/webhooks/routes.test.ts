@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import Stripe from 'stripe';
@@ -7,6 +8,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { startApi } from '../../src/server.js';
 import { startDispatcher } from '../../src/webhooks/index.js';
 import { setWebhookRuntime } from '../../src/webhooks/runtime.js';
+import { SecretBox } from '../../src/webhooks/secrets.js';
 import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
@@ -124,6 +126,11 @@ describe('secret rotation with overlap: PUT /webhook {rotate: true}, GET /webhoo
       const bad = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, rotate: true, overlap_minutes } });
       expect(bad.status, String(overlap_minutes)).toBe(422);
     }
+    // a secret sealed under a key no longer configured: GET still answers, with no rotation to show
+    const foreign = new SecretBox([randomBytes(32).toString('base64')]).seal('whsec_x whsec_y 99999999999999', p.partner.id);
+    await stack.sql`UPDATE webhooks SET secret = ${foreign} WHERE partner_id = ${p.partner.id}`;
+    const unreadable = await api.request('GET', '/webhook', { key: p.apiKey });
+    expect([unreadable.status, unreadable.body.rotation]).toEqual([200, null]);
     const none = await partnerFactory(stack.sql);
     const res = await api.request('GET', '/webhook', { key: none.apiKey });
     expect([res.status, res.body]).toEqual([404, { detail: { code: 'not_found', message: 'Webhook not found' } }]);
