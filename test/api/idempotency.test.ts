@@ -1,10 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { purgeExpiredKeys } from '../../src/api/idempotency/store.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory } from '../helpers/factories.js';
 
 const clock = new ManualClock(Date.parse('2026-06-01T10:00:00Z'));
-const api = await startTestApi({ clock });
+const api = await startTestApi({ clock, env: { WEBHOOK_SECRET_KEYS: randomBytes(32).toString('base64') } });
 const sql = api.deps.sql;
 
 const countLessons = async (partnerId: string) =>
@@ -68,6 +70,10 @@ describe('Idempotency-Key on POST (Stripe semantics, docs/api-decisions.md)', ()
     expect(links.map((r) => r.status)).toEqual(Array(5).fill(201));
     expect(new Set(links.map((r) => r.body.token)).size).toBe(1);
     expect(await countLinks(lessonId)).toBe(1);
+    // the stored response holds the token, which is otherwise never stored: it is sealed
+    const [row] = await sql<{ body: string }[]>`SELECT body FROM idempotency_keys WHERE partner_id = ${p.partner.id} AND key = 'link-1'`;
+    expect(row.body).toMatch(/^gcm1\./);
+    expect(row.body).not.toContain(links[0].body.token);
   });
 
   it('keeps a response 24 hours: after that the key is new again', async () => {
@@ -83,6 +89,17 @@ describe('Idempotency-Key on POST (Stripe semantics, docs/api-decisions.md)', ()
     expect(fresh.headers.get('idempotent-replayed')).toBeNull();
     expect(fresh.body.id).not.toBe(first.body.id);
     expect(await countLessons(p.partner.id)).toBe(2);
+  });
+
+  it('expired keys are purged', async () => {
+    const p = await partnerFactory(sql);
+    await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'Old' }, headers: { 'idempotency-key': 'old' } });
+    const keys = async () => (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM idempotency_keys WHERE partner_id = ${p.partner.id}`)[0].n;
+    expect(await keys()).toBe(1);
+    await purgeExpiredKeys(sql, new Date(clock.now().getTime() + 24 * 3600_000 - 1));
+    expect(await keys()).toBe(1);
+    await purgeExpiredKeys(sql, new Date(clock.now().getTime() + 24 * 3600_000));
+    expect(await keys()).toBe(0);
   });
 
   it('an error the request produced is replayed too; a 422 (nothing ran) is not stored, so a corrected retry may reuse the key', async () => {
