@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   no_preview: 404,
   method_not_allowed: 405,
   conflict: 409,
+  idempotency_key_reused: 409,
+  idempotency_key_in_use: 409,
   archived: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -45,6 +47,11 @@ export const ERROR_CODES = {
   unavailable: 503,
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The response body of an error (the spec's form; 422 lists the fields). */
+export function errorBody(err: AppError): unknown {
+  return err.issues ? { detail: err.issues } : { detail: { code: err.code, message: err.message } };
+}
 
 const make = (code: ErrorCode, message: string, headers?: Record<string, string>) =>
   new AppError(ERROR_CODES[code], code, message, undefined, headers);
@@ -62,6 +69,9 @@ export const Errors = {
   methodNotAllowed: (allowed: string[]) => make('method_not_allowed', 'Method not allowed', { Allow: allowed.join(', ') }),
   conflict: (message = 'external_id is already used by another lesson') => make('conflict', message),
   archived: () => make('archived', 'The lesson was deleted'),
+  idempotencyKeyReused: () =>
+    make('idempotency_key_reused', 'This Idempotency-Key was used with another request (method, path or body) in the last 24 hours'),
+  idempotencyKeyInUse: () => make('idempotency_key_in_use', 'A request with this Idempotency-Key is still running; retry later'),
   payloadTooLarge: (limit: number) => make('payload_too_large', `Request body is larger than ${limit} bytes`),
   unsupportedMediaType: () => make('unsupported_media_type', 'Request body must be application/json'),
   rateLimited: (retryAfterSeconds: number) =>

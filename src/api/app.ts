@@ -1,22 +1,27 @@
 import Koa from 'koa';
 import Router from '@koa/router';
+import compress from 'koa-compress';
 import type { Deps } from '../deps.js';
 import { Errors } from '../errors.js';
 import { RateLimiter } from '../lib/rateLimiter.js';
+import { systemClock } from '../lib/clock.js';
 import { randomBase62 } from '../lib/crypto.js';
 import { batchedLessonLookup } from '../domain/lessons.js';
 import { auth } from './middlewares/auth.js';
 import type { AuthCache } from './authCache.js';
 import { errorHandler } from './middlewares/errorHandler.js';
+import { idempotent } from './idempotency/idempotent.js';
 import { readJsonBody } from './middlewares/jsonBody.js';
 import { rateLimit } from './middlewares/rateLimit.js';
-import { parsePart } from './middlewares/validate.js';
+import { parsePart, parsePath } from './middlewares/validate.js';
 import { API_PREFIX, buildOpenApi } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { partnerRoutes } from './routes/index.js';
 import type { ApiContext, ApiState, RouteDef } from './route.js';
 
 export const SERVICE_VERSION = '0.1.0';
+/** JSON bodies from this size on are sent compressed when the client accepts it. */
+export const COMPRESS_THRESHOLD_BYTES = 1024;
 
 /**
  * The Koa app of the partner API. Routes never look at the Host header, so the
@@ -27,6 +32,8 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
   const log = deps.log.child({ component: 'api' });
   let lastRedisWarning = 0;
   const limiter = new RateLimiter(deps.redis, deps.config.RATE_LIMIT_PER_MINUTE, 60_000, {
+    // Redis TIME is the limiter's clock in production (API hosts' clocks may differ); a test's injected clock replaces it
+    now: deps.clock === systemClock ? undefined : () => deps.clock.now().getTime(),
     onRedisError: (err) => {
       if (Date.now() - lastRedisWarning > 10_000) {
         lastRedisWarning = Date.now();
@@ -53,6 +60,10 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
       );
     }
   });
+  // gzip or br (as the client's Accept-Encoding prefers; br at quality 4, koa-compress's default) for
+  // compressible bodies (JSON; not the PNG preview) of at least COMPRESS_THRESHOLD_BYTES or of unknown
+  // length (the streamed usage report). Below that the header bytes saved do not pay for the CPU.
+  app.use(compress({ threshold: COMPRESS_THRESHOLD_BYTES }));
   app.use(errorHandler);
 
   const publicRouter = new Router<ApiState>();
@@ -67,10 +78,14 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
   for (const r of routes) {
     const koaPath = r.path.replace(/\{(\w+)\}/g, ':$1');
     router[r.method](koaPath, async (ctx: ApiContext) => {
-      const params = r.params ? parsePart(r.params, ctx.params, 'path') : undefined;
+      const params = r.params ? parsePath(r.params, ctx.params) : undefined;
       const query = r.query ? parsePart(r.query, ctx.query, 'query') : undefined;
-      const body = r.body ? parsePart(r.body, await readJsonBody(ctx), 'body') : undefined;
-      await r.handler(ctx, { params, query, body });
+      const raw = r.body ? await readJsonBody(ctx) : undefined;
+      const run = async () => {
+        const body = r.body ? parsePart(r.body, raw, 'body') : undefined;
+        await r.handler(ctx, { params, query, body });
+      };
+      await (r.method === 'post' ? idempotent(ctx, raw, run) : run());
     });
   }
   app.use(router.routes());

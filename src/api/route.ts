@@ -79,4 +79,9 @@ export const ValidationErrorBodySchema = z
   .meta({ id: 'ValidationError' });
 
 /** Common path parameter. */
-export const LessonIdParams = z.object({ id: z.string().min(1).max(64) });
+/**
+ * Common path parameter. An id no lesson can have (over 64 characters, NUL) is
+ * simply not found: 404 `not_found`, like an unknown id (src/api/middlewares/validate.ts).
+ * The description names the resource in that 404's message.
+ */
+export const LessonIdParams = z.object({ id: z.string().min(1).max(64) }).describe('Lesson');

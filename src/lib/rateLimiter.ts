@@ -1,33 +1,69 @@
 import type { Redis } from '../redis.js';
 
 /**
- * GCRA (generic cell rate algorithm): `limit` requests per `periodMs`, refilled
- * continuously, bursting to at most `limit`. Unlike a fixed window it never lets
- * 2x the limit through around a window boundary. One Lua script makes the check
- * atomic across every API process; Redis TIME is the clock, so processes with
- * skewed clocks agree.
+ * Sliding-window log: at most `limit` requests of a key in ANY rolling
+ * `periodMs` (the partner reads "600 requests per minute" that way). GCRA with a
+ * burst of the whole limit let twice the limit through in one minute (the burst,
+ * then the refill); a GCRA with burst + refill = limit would hold a steady client
+ * to half the limit. The log is exact: each grant is an entry (stamp, count) in a
+ * sorted set, and a request is allowed while the counts stamped in the last
+ * period stay under the limit. Entries are weighted (one entry per reservation,
+ * not per request), so a key costs at most one entry per grant, never one per
+ * request of a large limit. One Lua script makes the check atomic across every
+ * API process; Redis TIME is the clock (processes with skewed clocks agree),
+ * unless a clock is injected (tests).
+ *
+ * KEYS: the log (sorted set, member `<seq>:<count>`, score = stamp in ms) and
+ * its running total plus a member counter (hash `n`, `seq`).
+ * ARGV: period, limit, want, hold (ms added to the stamp: a reservation may be
+ * spent that much later, so its entry must not leave the window sooner), now (ms,
+ * empty: Redis TIME).
+ * Returns {granted, remaining, retryAfterMs, resetMs}.
  */
-const GCRA_LUA = `
-local key = KEYS[1]
+const WINDOW_LUA = `
+local log, meta = KEYS[1], KEYS[2]
 local period = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local want = tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local interval = period / limit
-local tat = tonumber(redis.call('GET', key) or now)
-if tat < now then tat = now end
-local avail = math.floor((now + period - tat) / interval)
-if avail < 1 then
-  return {0, 0, math.ceil(tat + interval - period - now), math.ceil(tat - now)}
+local hold = tonumber(ARGV[4])
+local now = tonumber(ARGV[5])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local grant = math.min(want, avail)
-local new_tat = tat + grant * interval
-redis.call('SET', key, tostring(new_tat), 'PX', math.max(1, math.ceil(new_tat - now)))
-return {grant, math.floor((period - (new_tat - now)) / interval), 0, math.ceil(new_tat - now)}
+local function count(member) return tonumber(string.match(member, ':(%d+)$')) end
+local total = tonumber(redis.call('HGET', meta, 'n') or '0')
+local gone = redis.call('ZRANGEBYSCORE', log, '-inf', now - period)
+if #gone > 0 then
+  for _, m in ipairs(gone) do total = total - count(m) end
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', now - period)
+end
+if total < 0 or redis.call('ZCARD', log) == 0 then total = 0 end
+if total + 1 > limit then
+  -- the instant enough of the oldest entries have left for one more request
+  local entries = redis.call('ZRANGE', log, 0, -1, 'WITHSCORES')
+  local need, freed, at = total + 1 - limit, 0, now + period
+  for i = 1, #entries, 2 do
+    freed = freed + count(entries[i])
+    if freed >= need then at = tonumber(entries[i + 1]) + period break end
+  end
+  redis.call('HSET', meta, 'n', total)
+  local newest = tonumber(entries[#entries])
+  return {0, 0, math.max(1, at - now), math.max(0, newest + period - now)}
+end
+local grant = math.min(want, limit - total)
+local stamp = now + hold
+local seq = redis.call('HINCRBY', meta, 'seq', 1)
+redis.call('ZADD', log, stamp, seq .. ':' .. grant)
+total = total + grant
+redis.call('HSET', meta, 'n', total)
+local newest = tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2])
+redis.call('PEXPIRE', log, newest + period - now)
+redis.call('PEXPIRE', meta, newest + period - now)
+return {grant, limit - total, 0, newest + period - now}
 `;
 
-type GcraRedis = { gcraTake(key: string, periodMs: number, limit: number, want: number): Promise<number[]> };
+type WindowRedis = { slidingWindowTake(log: string, meta: string, periodMs: number, limit: number, want: number, holdMs: number, now: string): Promise<number[]> };
 
 export interface RateDecision {
   allowed: boolean;
@@ -45,6 +81,8 @@ const LEASE_DEMAND_MS = 100;
 /** At most this share of the allowance, and this many requests, per reservation. */
 const LEASE_MAX_SHARE = 0.01;
 const LEASE_MAX = 1000;
+/** A single request granted for a caller waiting on the call; it is spent as the caller resumes. */
+const SINGLE_GRANT_MS = 100;
 
 interface KeyState {
   /** requests reserved from Redis and not used yet, valid until `expiresAt` */
@@ -53,7 +91,7 @@ interface KeyState {
   /** the allowance left in Redis after the reservation, and when it is full again */
   remaining: number;
   resetAt: number;
-  /** Redis said no: nobody gets a request before this instant (GCRA cannot improve sooner) */
+  /** Redis said no: nobody gets a request before this instant (only time frees the window; others only add) */
   deniedUntil: number;
   /** one Redis call per key at a time; the others wait for it */
   pending: Promise<boolean> | null;
@@ -65,7 +103,8 @@ interface KeyState {
 }
 
 export class RateLimiter {
-  private readonly local = new Map<string, number>();
+  /** fallback logs while Redis is unreachable: [bucket end, count] oldest first */
+  private readonly local = new Map<string, { entries: [number, number][]; total: number }>();
   private readonly keys = new Map<string, KeyState>();
   /** Redis calls made (a figure for tests and benchmarks) */
   redisCalls = 0;
@@ -77,14 +116,16 @@ export class RateLimiter {
     private readonly opts: { timeoutMs?: number; onRedisError?: (err: unknown) => void; now?: () => number } = {},
   ) {
     // ioredis runs it by EVALSHA and sends the source again after a Redis restart (NOSCRIPT)
-    if (typeof (redis as unknown as GcraRedis).gcraTake !== 'function') redis.defineCommand('gcraTake', { numberOfKeys: 1, lua: GCRA_LUA });
+    if (typeof (redis as unknown as WindowRedis).slidingWindowTake !== 'function') {
+      redis.defineCommand('slidingWindowTake', { numberOfKeys: 2, lua: WINDOW_LUA });
+    }
   }
 
   /**
    * One request of `key`. A quiet key costs one Redis call per request, exactly
-   * as the plain GCRA. A busy key reserves a small batch (about 100 ms of its
+   * as the plain log. A busy key reserves a small batch (about 100 ms of its
    * own demand, at most 1 % of the allowance) in one call and spends it in
-   * process, and a refusal is remembered until the instant GCRA allows again,
+   * process, and a refusal is remembered until the instant the window frees,
    * so a flood costs Redis a few calls per second (docs/api-decisions.md).
    */
   async take(key: string): Promise<RateDecision> {
@@ -133,14 +174,17 @@ export class RateLimiter {
     st.lastReserveAt = now;
     try {
       this.redisCalls++;
-      const res = (await withTimeout(this.evalScript(`rl:${key}`, want), this.opts.timeoutMs ?? 250)) as number[];
+      const res = (await withTimeout(this.evalScript(key, want), this.opts.timeoutMs ?? 250)) as number[];
       const at = this.now();
       const [granted, remaining, retryAfterMs, resetMs] = res;
       st.remaining = remaining;
       st.resetAt = at + resetMs;
       if (granted > 0) {
         st.tokens = granted;
-        st.expiresAt = at + LEASE_TTL_MS;
+        // Counted from before the call (Redis stamped the batch later than that), so no request
+        // of the batch is spent after its entry leaves the window. A single grant goes to the
+        // caller that is waiting for it (a few ms at most under load).
+        st.expiresAt = want > 1 ? now + LEASE_TTL_MS : at + SINGLE_GRANT_MS;
       } else {
         st.tokens = 0;
         st.deniedUntil = at + retryAfterMs;
@@ -153,30 +197,54 @@ export class RateLimiter {
   }
 
   private evalScript(key: string, want: number): Promise<number[]> {
-    return (this.redis as unknown as GcraRedis).gcraTake(key, this.periodMs, this.limit, want);
+    // A batch may be spent up to LEASE_TTL_MS after it was granted: its entry is stamped
+    // that much later so it stays in the window as long as any request it pays for.
+    // A single request is spent at once and stamped at the moment of the grant.
+    const hold = want > 1 ? LEASE_TTL_MS : 0;
+    const now = this.opts.now ? String(this.opts.now()) : '';
+    // new key names: the GCRA keys (`rl:`) held a string, this is a sorted set and a hash
+    return (this.redis as unknown as WindowRedis).slidingWindowTake(`rlw:{${key}}`, `rlw:{${key}}:m`, this.periodMs, this.limit, want, hold, now);
   }
 
   /**
-   * Redis unreachable: fail open to the same GCRA kept in this process, so each
-   * API process still enforces the limit on its own (docs/api-decisions.md).
+   * Redis unreachable: fail open to the same sliding window kept in this
+   * process, so each API process still enforces the limit on its own
+   * (docs/api-decisions.md). Grants are counted in 100 ms buckets stamped at the
+   * bucket's end: at most a bucket longer than exact, never shorter.
    */
   private takeLocal(key: string): RateDecision {
     const now = this.now();
-    const interval = this.periodMs / this.limit;
-    const tat = Math.max(this.local.get(key) ?? now, now);
-    const newTat = tat + interval;
-    const allowAt = newTat - this.periodMs;
-    if (now < allowAt) return { allowed: false, remaining: 0, retryAfterMs: Math.ceil(allowAt - now), resetMs: Math.ceil(tat - now) };
-    this.local.set(key, newTat);
-    if (this.local.size > 100_000) this.local.clear();
-    return {
-      allowed: true,
-      remaining: Math.floor((this.periodMs - (newTat - now)) / interval),
-      retryAfterMs: 0,
-      resetMs: Math.ceil(newTat - now),
-    };
+    let log = this.local.get(key);
+    if (!log) {
+      if (this.local.size > 100_000) this.local.clear();
+      log = { entries: [], total: 0 };
+      this.local.set(key, log);
+    }
+    while (log.entries.length && log.entries[0][0] <= now - this.periodMs) log.total -= log.entries.shift()![1];
+    const resetMs = () => (log.entries.length ? Math.max(0, log.entries[log.entries.length - 1][0] + this.periodMs - now) : 0);
+    if (log.total + 1 > this.limit) {
+      let freed = 0;
+      let at = now + this.periodMs;
+      for (const [stamp, n] of log.entries) {
+        freed += n;
+        if (freed >= log.total + 1 - this.limit) {
+          at = stamp + this.periodMs;
+          break;
+        }
+      }
+      return { allowed: false, remaining: 0, retryAfterMs: Math.max(1, at - now), resetMs: resetMs() };
+    }
+    const stamp = Math.ceil((now + 1) / LOCAL_BUCKET_MS) * LOCAL_BUCKET_MS;
+    const last = log.entries[log.entries.length - 1];
+    if (last && last[0] === stamp) last[1]++;
+    else log.entries.push([stamp, 1]);
+    log.total++;
+    return { allowed: true, remaining: this.limit - log.total, retryAfterMs: 0, resetMs: resetMs() };
   }
 }
+
+/** Bucket width of the in-process fallback log (bounds its size to period / bucket entries per key). */
+const LOCAL_BUCKET_MS = 100;
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {

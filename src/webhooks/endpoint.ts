@@ -2,7 +2,7 @@ import type { Deps } from '../deps.js';
 import { Errors } from '../errors.js';
 import { AddressRejected, checkWebhookUrl } from './address.js';
 import { webhookRuntime } from './runtime.js';
-import { generateWebhookSecret } from './secrets.js';
+import { decodeSigningSecrets, encodeSigningSecrets, generateWebhookSecret, type SigningSecrets } from './secrets.js';
 
 /** PUT /webhook: the address as the partner gave it, and the new secret (returned only here). */
 export interface ConfiguredWebhook {
@@ -14,8 +14,18 @@ export interface ConfiguredWebhook {
  * Sets (or replaces) the partner's webhook with a new secret. The address is
  * checked by every rule first, DNS included; a refused address changes nothing.
  * The new URL and secret apply to every attempt claimed after this commits.
+ *
+ * `rotate`: the secret in use until now keeps signing beside the new one for
+ * `overlapMs` (a receiver may verify with either while it switches). Without it
+ * the old secret stops at once. A rotation during a rotation keeps only the
+ * secret that was current (the older one stops).
  */
-export async function setWebhook(deps: Deps, partnerId: string, url: string): Promise<ConfiguredWebhook> {
+export async function setWebhook(
+  deps: Deps,
+  partnerId: string,
+  url: string,
+  opts: { rotate?: { overlapMs: number } } = {},
+): Promise<ConfiguredWebhook> {
   const rt = webhookRuntime(deps);
   try {
     await checkWebhookUrl(url, rt.policy);
@@ -25,11 +35,45 @@ export async function setWebhook(deps: Deps, partnerId: string, url: string): Pr
   }
   const secret = generateWebhookSecret();
   const at = deps.clock.now();
-  await deps.sql`
-    INSERT INTO webhooks (partner_id, url, secret, created_at, updated_at)
-    VALUES (${partnerId}, ${url}, ${rt.secrets.seal(secret, partnerId)}, ${at}, ${at})
-    ON CONFLICT (partner_id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, updated_at = EXCLUDED.updated_at`;
+  await deps.sql.begin(async (tx) => {
+    let signing: SigningSecrets = { current: secret };
+    if (opts.rotate) {
+      const [row] = await tx<{ secret: string }[]>`SELECT secret FROM webhooks WHERE partner_id = ${partnerId} FOR UPDATE`;
+      if (row) {
+        const previous = decodeSigningSecrets(rt.secrets.open(row.secret, partnerId)).current;
+        signing = { current: secret, previous: { secret: previous, until: new Date(at.getTime() + opts.rotate.overlapMs) } };
+      }
+    }
+    await tx`
+      INSERT INTO webhooks (partner_id, url, secret, created_at, updated_at)
+      VALUES (${partnerId}, ${url}, ${rt.secrets.seal(encodeSigningSecrets(signing), partnerId)}, ${at}, ${at})
+      ON CONFLICT (partner_id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, updated_at = EXCLUDED.updated_at`;
+  });
   return { url, secret };
+}
+
+/** GET /webhook: what is configured, never a secret. */
+export interface WebhookState {
+  url: string;
+  created_at: Date;
+  updated_at: Date;
+  /** while the previous secret still signs beside the current one: until when */
+  previous_secret_expires_at: Date | null;
+}
+
+export async function getWebhook(deps: Deps, partnerId: string): Promise<WebhookState | undefined> {
+  const [row] = await deps.sql<{ url: string; secret: string; created_at: Date; updated_at: Date }[]>`
+    SELECT url, secret, created_at, updated_at FROM webhooks WHERE partner_id = ${partnerId}`;
+  if (!row) return undefined;
+  let previous: SigningSecrets['previous'];
+  try {
+    previous = decodeSigningSecrets(webhookRuntime(deps).secrets.open(row.secret, partnerId)).previous;
+  } catch {
+    // sealed under a key no longer configured: nothing signs with it (its attempts fail, logged by the dispatcher)
+    previous = undefined;
+  }
+  const until = previous && previous.until.getTime() > deps.clock.now().getTime() ? previous.until : null;
+  return { url: row.url, created_at: row.created_at, updated_at: row.updated_at, previous_secret_expires_at: until };
 }
 
 /**

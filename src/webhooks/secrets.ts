@@ -55,3 +55,32 @@ export class SecretBox {
     return Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8');
   }
 }
+
+/**
+ * What signs a partner's deliveries: the current secret and, during a rotation
+ * with overlap (`PUT /webhook` with `rotate: true`), the previous one until
+ * `previousUntil`. It is sealed as one value in `webhooks.secret`, so every
+ * reader of that column (the dispatcher's claim) carries both without a schema
+ * change. Plain form: `whsec_new` alone, or `whsec_new whsec_old <until ms>`
+ * (secrets are base62, so a space never occurs in one).
+ */
+export interface SigningSecrets {
+  current: string;
+  previous?: { secret: string; until: Date };
+}
+
+export function encodeSigningSecrets(s: SigningSecrets): string {
+  return s.previous ? `${s.current} ${s.previous.secret} ${s.previous.until.getTime()}` : s.current;
+}
+
+export function decodeSigningSecrets(value: string): SigningSecrets {
+  const [current, previous, until] = value.split(' ');
+  if (!previous || !until) return { current };
+  return { current, previous: { secret: previous, until: new Date(Number(until)) } };
+}
+
+/** The secrets that sign an attempt made at `at`: the current one first, then the previous one while it is still valid. */
+export function activeSecrets(value: string, at: Date): string[] {
+  const s = decodeSigningSecrets(value);
+  return s.previous && at.getTime() < s.previous.until.getTime() ? [s.current, s.previous.secret] : [s.current];
+}

@@ -1,5 +1,6 @@
 import { buildConnector, Pool } from 'undici';
 import { AddressRejected, checkWebhookUrl, type AddressPolicy, type CheckedTarget, type Resolver } from './address.js';
+import { activeSecrets } from './secrets.js';
 import { deliveryHeaders, eventBody, signatureHeader, type DeliverableEvent } from './signing.js';
 
 /** A delivery response body is read up to this many bytes, then dropped. */
@@ -7,6 +8,7 @@ export const MAX_RESPONSE_BYTES = 4096;
 
 export interface AttemptInput {
   url: string;
+  /** the opened value of `webhooks.secret`: one secret, or two during a rotation (secrets.ts) */
   secret: string;
   event: DeliverableEvent;
   /** the attempt's time: the signature's `t` */
@@ -85,7 +87,11 @@ export class Sender {
       const target = await untilAborted(checkWebhookUrl(input.url, this.policy), ac.signal);
       address = target.pinned;
       const body = eventBody(input.event);
-      const signature = signatureHeader(input.secret, Math.floor(input.at.getTime() / 1000), body);
+      // during a rotation both secrets sign: `t=..,v1=<new>,v1=<old>` (as Stripe does); receivers accept either
+      const t = Math.floor(input.at.getTime() / 1000);
+      const signature = activeSecrets(input.secret, input.at)
+        .map((secret, i) => (i === 0 ? signatureHeader(secret, t, body) : signatureHeader(secret, t, body).slice(`t=${t}`.length)))
+        .join('');
       const res = await this.poolFor(target).request({
         path: `${target.url.pathname}${target.url.search}`,
         method: 'POST',

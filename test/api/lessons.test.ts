@@ -52,6 +52,28 @@ describe('POST /lessons', () => {
     }
   });
 
+  it('accepts external_id null as no external id (the spec types it "string or null")', async () => {
+    const res = await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'No external id', external_id: null } });
+    expect(res.status).toBe(201);
+    expect(res.body.external_id).toBeNull();
+    // null twice is no conflict: there is no id to collide
+    expect((await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'Again', external_id: null } })).status).toBe(201);
+  });
+
+  it('answers 404 not_found for a lesson id no lesson can have (over 64 characters), on every route that names one', async () => {
+    const long = `lsn_${'a'.repeat(61)}`;
+    for (const [method, path, body] of [
+      ['GET', `/lessons/${long}`, undefined],
+      ['DELETE', `/lessons/${long}`, undefined],
+      ['GET', `/lessons/${long}/snapshot`, undefined],
+      ['GET', `/lessons/${long}/preview`, undefined],
+      ['POST', `/lessons/${long}/links`, { user: { id: 'u', name: 'n', role: 'student' } }],
+    ] as const) {
+      const res = await api.request(method, path, { key: p.apiKey, body });
+      expect([method, path, res.status, res.body], path).toEqual([method, path, 404, { detail: { code: 'not_found', message: 'Lesson not found' } }]);
+    }
+  });
+
   it('enforces title 1-255 and external_id 1-128 with 422 listing the fields', async () => {
     const ok255 = await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'a'.repeat(255), external_id: 'e'.repeat(128) } });
     expect(ok255.status).toBe(201);

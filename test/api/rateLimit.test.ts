@@ -1,11 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimiter } from '../../src/lib/rateLimiter.js';
 import { startApi } from '../../src/server.js';
-import { fileDeps, makeDeps } from '../helpers/deps.js';
+import { fileDeps, makeDeps, ManualClock } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { freePort, spawnService } from '../helpers/process.js';
 
 const deps = fileDeps();
+
+/** The most requests among `times` (ms, ascending) that fall in one rolling 60 s. */
+function busiestMinute(times: number[]): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (j < times.length && times[j] < times[i] + 60_000) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
 
 async function get(base: string, key: string) {
   const res = await fetch(`${base}/api/partner/v1/balance`, { headers: { authorization: `Bearer ${key}` } });
@@ -38,27 +48,43 @@ describe('rate limit: per API key, shared by every API process through Redis', (
     expect((await get(bases[0], other.apiKey)).status).toBe(200);
   }, 60_000);
 
-  it('refills continuously (GCRA) instead of resetting a fixed window: one more request per interval', async () => {
-    const local = makeDeps({ env: { RATE_LIMIT_PER_MINUTE: '60' } }); // one per second
+  it('never lets more than the limit through in any rolling 60 s: a burst of the whole limit, then 5 requests/s for 150 s (injected clock)', async () => {
+    // The issue's case, scaled down: the whole limit at once, then paced at 3x the limit's rate.
+    // GCRA with a burst of the whole limit let twice the limit through in one minute (1,199 of 600).
+    const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
+    const local = makeDeps({ env: { RATE_LIMIT_PER_MINUTE: '100' }, clock });
     const api = await startApi(local, 0);
     try {
       const base = `http://127.0.0.1:${api.port}`;
       const p = await partnerFactory(local.sql);
-      const burst = await Promise.all(Array.from({ length: 65 }, () => get(base, p.apiKey)));
-      expect(burst.filter((r) => r.status === 200)).toHaveLength(60);
-      // A fixed window would let another 60 through at its boundary; GCRA lets one per second.
-      await new Promise((r) => setTimeout(r, 1200));
-      const after = [];
-      for (let i = 0; i < 3; i++) after.push((await get(base, p.apiKey)).status);
-      expect(after).toEqual([200, 429, 429]);
-      const res = await fetch(`${base}/api/partner/v1/balance`, { headers: { authorization: `Bearer ${p.apiKey}` } });
-      const body = await res.json();
-      expect(body).toEqual({ detail: { code: 'rate_limited', message: expect.any(String) } });
+      const t0 = clock.now().getTime();
+      const log: { t: number; status: number; retryAfter: number | null }[] = [];
+      const record = async () => {
+        const t = clock.now().getTime() - t0;
+        const res = await get(base, p.apiKey);
+        const ra = res.headers.get('retry-after');
+        log.push({ t, status: res.status, retryAfter: ra === null ? null : Number(ra) });
+      };
+      await Promise.all(Array.from({ length: 100 }, record));
+      for (let i = 0; i < 5 * 150; i++) {
+        clock.advance(200);
+        await record();
+      }
+      expect(log.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([]);
+      const ok = log.filter((r) => r.status === 200).map((r) => r.t);
+      expect(busiestMinute(ok)).toBe(100);
+      // the limit is used, not halved: 100 at once, 100 more from 60 s (as the burst leaves the window),
+      // more again from 120 s (a GCRA with burst + refill = limit would allow 50 + 50/min: 175 in 150 s)
+      expect(ok.filter((t) => t < 60_000)).toHaveLength(100);
+      expect(ok.filter((t) => t < 120_000)).toHaveLength(200);
+      expect(ok.length).toBeGreaterThanOrEqual(290);
+      // a refusal says when the window frees: the burst at t=0 leaves at 60 s
+      expect(log.find((r) => r.t === 10_000)).toMatchObject({ status: 429, retryAfter: 50 });
     } finally {
       await api.close();
       await local.close();
     }
-  });
+  }, 60_000);
 
   it('with Redis unreachable, keeps serving and enforces the limit in each process (fail open, documented)', async () => {
     const dead = makeDeps({ env: { REDIS_URL: 'redis://127.0.0.1:1/0', RATE_LIMIT_PER_MINUTE: '10' } });
@@ -91,17 +117,45 @@ describe('rate limit under load: reservations (src/lib/rateLimiter.ts)', () => {
     const decisions = await Promise.all(Array.from({ length: 1200 }, (_, i) => (i % 2 ? a : b).take(key)));
     const seconds = (Date.now() - started) / 1000;
     const allowed = decisions.filter((d) => d.allowed).length;
-    // never more than the allowance plus what refilled meanwhile (1,000 per minute)
-    expect(allowed).toBeLessThanOrEqual(1000 + Math.ceil((seconds * 1000) / 60));
+    // never more than the limit within the minute
+    expect(seconds).toBeLessThan(60);
+    expect(allowed).toBeLessThanOrEqual(1000);
     // at most one unused reservation per process is lost at the very end
     expect(allowed).toBeGreaterThanOrEqual(1000 - 2 * 10);
     // plain GCRA would have made 1,200 calls
     expect(a.redisCalls + b.redisCalls).toBeLessThan(300);
-    // a refusal is remembered until GCRA allows again: more requests now cost Redis nothing
+    // a refusal is remembered until the window frees: more requests now cost Redis nothing
     const calls = a.redisCalls;
     const denied = await Promise.all(Array.from({ length: 50 }, () => a.take(key)));
     expect(denied.every((d) => !d.allowed && d.retryAfterMs > 0)).toBe(true);
     expect(a.redisCalls).toBe(calls);
+  });
+
+  it('reservations never stretch the window: two processes, uneven traffic at ~40 requests/s against 600/min, for three minutes (injected clock)', async () => {
+    // Busy keys reserve batches spent up to 1 s later; their entries are stamped that much later, so no
+    // request a batch pays for falls outside the window its entry occupies.
+    let now = Date.parse('2026-03-10T12:00:00Z');
+    const key = `paced-${now}-${Math.random()}`;
+    const a = new RateLimiter(deps.redis, 600, 60_000, { now: () => now });
+    const b = new RateLimiter(deps.redis, 600, 60_000, { now: () => now });
+    const ok: number[] = [];
+    const t0 = now;
+    // the issue's case: the whole limit at once, then paced
+    for (const d of await Promise.all(Array.from({ length: 600 }, (_, i) => (i % 2 ? a : b).take(key)))) if (d.allowed) ok.push(0);
+    // then uneven traffic, 40 requests/s on average: bunches (a batch is reserved) and lulls (it is spent late)
+    let seed = 42;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    let sent = 0;
+    while (now - t0 < 180_000) {
+      now += random() < 0.9 ? 1 : 240;
+      sent++;
+      if ((await (random() < 0.5 ? a : b).take(key)).allowed) ok.push(now - t0);
+    }
+    expect(busiestMinute(ok)).toBeLessThanOrEqual(600);
+    expect(ok.filter((t) => t < 60_000)).toHaveLength(600);
+    // the limit is used: at most a reservation's second (and one unused batch per process) is lost per minute
+    expect(ok.length).toBeGreaterThanOrEqual(3 * 600 - 3 * 40);
+    expect(a.redisCalls + b.redisCalls).toBeLessThan(sent / 2);
   });
 
   it('a quiet key costs one Redis call per request and gets exactly the limit', async () => {

@@ -1,11 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
 import { recordEvent } from '../../src/events/outbox.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startApi } from '../../src/server.js';
 import { startDispatcher } from '../../src/webhooks/index.js';
 import { setWebhookRuntime } from '../../src/webhooks/runtime.js';
+import { SecretBox } from '../../src/webhooks/secrets.js';
 import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
@@ -17,6 +20,8 @@ const clock = new ManualClock(Date.now());
 const stack = await startWebhookStack({ clock });
 const dispatcher = await stack.dispatcher();
 const { api } = stack;
+/** the real stripe-node: its constructEvent verifies our signatures (the scheme is Stripe's) */
+const stripe = new Stripe('sk_test_unused');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Moves the clock and lets the dispatcher look. */
@@ -58,6 +63,78 @@ describe('PUT /webhook', () => {
     expect(verifyWebhookSignature(req.rawBody, req.headers['x-whiteboard-signature'], p.secret, { now }).ok).toBe(false);
     expect(a.requests).toHaveLength(1);
     await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe('secret rotation with overlap: PUT /webhook {rotate: true}, GET /webhook', () => {
+  it('signs with the new and the previous secret for the overlap (stripe-node verifies with either), then with the new one only', async () => {
+    const receiver = await startReceiver();
+    const p = await stack.partnerWithWebhook(receiver.url);
+    expect((await api.request('GET', '/webhook', { key: p.apiKey })).body).toEqual({
+      url: receiver.url, created_at: expect.any(String), updated_at: expect.any(String), rotation: null,
+    });
+    const put = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, rotate: true } });
+    expect(put.status).toBe(200);
+    const [previous, current] = [p.secret, put.body.secret as string];
+    const until = new Date(clock.now().getTime() + 24 * 3600_000).toISOString();
+    const state = await api.request('GET', '/webhook', { key: p.apiKey });
+    expect(state.body).toEqual({ url: receiver.url, created_at: expect.any(String), updated_at: clock.now().toISOString(), rotation: { previous_secret_expires_at: until } });
+    expect(state.text).not.toContain('whsec_');
+
+    // during the overlap: `t=..,v1=<new>,v1=<old>`; the real stripe package's constructEvent accepts either secret
+    const ev = await stack.record(p.partner.id);
+    const [req] = await receiver.waitFor(1);
+    const header = req.headers['x-whiteboard-signature'] as string;
+    expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    const receivedAt = clock.now().getTime();
+    for (const secret of [current, previous]) {
+      expect(stripe.webhooks.constructEvent(req.rawBody, header, secret, 300, undefined, receivedAt)).toMatchObject({ id: ev.id, type: 'lesson.started' });
+      expect(verifyWebhookSignature(req.rawBody, header, secret, { now: receivedAt }).ok).toBe(true);
+    }
+    expect(() => stripe.webhooks.constructEvent(req.rawBody, header, 'whsec_other', 300, undefined, receivedAt)).toThrow();
+
+    // after the overlap: the previous secret no longer signs, and GET shows no rotation
+    await advance(24 * 3600_000);
+    const ev2 = await stack.record(p.partner.id);
+    const [, req2] = await receiver.waitFor(2);
+    expect(req2.body.id).toBe(ev2.id);
+    const header2 = req2.headers['x-whiteboard-signature'] as string;
+    expect(header2).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    const later = clock.now().getTime();
+    expect(stripe.webhooks.constructEvent(req2.rawBody, header2, current, 300, undefined, later)).toMatchObject({ id: ev2.id });
+    expect(() => stripe.webhooks.constructEvent(req2.rawBody, header2, previous, 300, undefined, later)).toThrow();
+    expect((await api.request('GET', '/webhook', { key: p.apiKey })).body.rotation).toBeNull();
+    await receiver.close();
+  });
+
+  it('takes overlap_minutes (1-10080), keeps only the secret that was current on a second rotation, and 404s GET without a webhook', async () => {
+    const receiver = await startReceiver();
+    const p = await stack.partnerWithWebhook(receiver.url);
+    const r1 = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, rotate: true, overlap_minutes: 5 } });
+    const r2 = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, rotate: true, overlap_minutes: 5 } });
+    expect((await api.request('GET', '/webhook', { key: p.apiKey })).body.rotation).toEqual({
+      previous_secret_expires_at: new Date(clock.now().getTime() + 5 * 60_000).toISOString(),
+    });
+    await stack.record(p.partner.id);
+    const [req] = await receiver.waitFor(1);
+    const at = clock.now().getTime();
+    const header = req.headers['x-whiteboard-signature'] as string;
+    expect(verifyWebhookSignature(req.rawBody, header, r2.body.secret, { now: at }).ok).toBe(true);
+    expect(verifyWebhookSignature(req.rawBody, header, r1.body.secret, { now: at }).ok).toBe(true);
+    expect(verifyWebhookSignature(req.rawBody, header, p.secret, { now: at }).ok).toBe(false);
+    for (const overlap_minutes of [0, 10_081, 1.5]) {
+      const bad = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, rotate: true, overlap_minutes } });
+      expect(bad.status, String(overlap_minutes)).toBe(422);
+    }
+    // a secret sealed under a key no longer configured: GET still answers, with no rotation to show
+    const foreign = new SecretBox([randomBytes(32).toString('base64')]).seal('whsec_x whsec_y 99999999999999', p.partner.id);
+    await stack.sql`UPDATE webhooks SET secret = ${foreign} WHERE partner_id = ${p.partner.id}`;
+    const unreadable = await api.request('GET', '/webhook', { key: p.apiKey });
+    expect([unreadable.status, unreadable.body.rotation]).toEqual([200, null]);
+    const none = await partnerFactory(stack.sql);
+    const res = await api.request('GET', '/webhook', { key: none.apiKey });
+    expect([res.status, res.body]).toEqual([404, { detail: { code: 'not_found', message: 'Webhook not found' } }]);
+    await receiver.close();
   });
 });
 
@@ -212,7 +289,7 @@ describe('POST /events/{id}/redeliver and GET /webhook/deliveries', () => {
     await rx.close();
   });
 
-  it("answers 404 for an unknown or another partner's event, 400 no_webhook without a webhook, 422 for a bad id", async () => {
+  it("answers 404 for an unknown or another partner's event or an id no event can have, 400 no_webhook without a webhook", async () => {
     const p = await stack.partnerWithWebhook('https://hook.test:1/');
     const other = await partnerFactory(stack.sql);
     const theirs = await stack.record(other.partner.id);
@@ -221,7 +298,7 @@ describe('POST /events/{id}/redeliver and GET /webhook/deliveries', () => {
       expect(res.status).toBe(404);
       expect(res.body.detail.code).toBe('not_found');
     }
-    expect((await api.request('POST', '/events/abc/redeliver', { key: p.apiKey })).status).toBe(422);
+    expect((await api.request('POST', '/events/abc/redeliver', { key: p.apiKey })).body).toEqual({ detail: { code: 'not_found', message: 'Event not found' } });
     const own = await stack.record(other.partner.id);
     const res = await api.request('POST', `/events/${own.id}/redeliver`, { key: other.apiKey });
     expect(res.status).toBe(400);

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { Errors, type ValidationIssue } from '../../errors.js';
+import { AppError, Errors, type ValidationIssue } from '../../errors.js';
 
 /**
  * Parses one part of the request; failures become 422 with FastAPI-style `loc`
@@ -13,6 +13,20 @@ export function parsePart<T extends z.ZodType>(schema: T, value: unknown, where:
   const nul = nulIssues(result.data, [where]);
   if (nul.length) throw Errors.validation(nul);
   return result.data;
+}
+
+/**
+ * Path parameters name a resource: a value no resource can have (too long, not
+ * a number, NUL) names nothing, so it answers 404 `not_found` like an unknown
+ * id, not 422 (docs/api-decisions.md). The schema's description names the resource.
+ */
+export function parsePath<T extends z.ZodObject>(schema: T, value: unknown): z.infer<T> {
+  try {
+    return parsePart(schema, value, 'path');
+  } catch (err) {
+    if (err instanceof AppError && err.status === 422) throw Errors.notFound(schema.description ?? 'Resource');
+    throw err;
+  }
 }
 
 export function toIssues(error: z.ZodError, where: string): ValidationIssue[] {

@@ -3,16 +3,19 @@ import type { Lesson } from '../../domain/lessons.js';
 
 export const LessonSchema = z
   .object({
-    id: z.string(),
-    external_id: z.string().nullable(),
+    id: z.string().describe('lsn_ followed by 22 characters; opaque, at most 64 characters'),
+    external_id: z.string().nullable().describe("the partner's own id, unique among its live lessons; null when none"),
     title: z.string(),
-    mode: z.enum(['full', 'board_only']),
+    mode: z.enum(['full', 'board_only']).describe('full: board, video call and chat; board_only: board and chat, no video'),
     subject_mode: z.enum(['generic', 'math', 'physics']),
     created_at: z.iso.datetime(),
-    started_at: z.iso.datetime().nullable(),
-    ended_at: z.iso.datetime().nullable(),
-    billed_seconds: z.number().int(),
-    archived: z.boolean(),
+    started_at: z.iso.datetime().nullable().describe('start of the latest session: the moment a second person was present; null before the first'),
+    ended_at: z.iso
+      .datetime()
+      .nullable()
+      .describe('end of the latest session: the moment the lesson became empty (the session ends after 5 minutes without anyone; the wait is not lesson time); null while a session runs or before the first'),
+    billed_seconds: z.number().int().describe('metered lesson time since creation, all sessions'),
+    archived: z.boolean().describe('true after DELETE; every route naming the lesson then answers 410 archived'),
   })
   .meta({ id: 'Lesson' });
 

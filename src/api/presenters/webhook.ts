@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ConfiguredWebhook } from '../../webhooks/endpoint.js';
+import type { ConfiguredWebhook, WebhookState } from '../../webhooks/endpoint.js';
 import type { DeliveryAttempt } from '../../webhooks/events.js';
 
 export const WebhookSchema = z
@@ -11,6 +11,27 @@ export const WebhookSchema = z
 
 export function presentWebhook(w: ConfiguredWebhook): z.infer<typeof WebhookSchema> {
   return { url: w.url, secret: w.secret };
+}
+
+export const WebhookStateSchema = z
+  .object({
+    url: z.string(),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime().describe('the last PUT /webhook (each one made a new secret)'),
+    rotation: z
+      .object({ previous_secret_expires_at: z.iso.datetime() })
+      .nullable()
+      .describe('during a rotation: deliveries carry two v1 signatures, the new secret\'s and the previous one\'s, until this time; else null'),
+  })
+  .meta({ id: 'WebhookState' });
+
+export function presentWebhookState(w: WebhookState): z.infer<typeof WebhookStateSchema> {
+  return {
+    url: w.url,
+    created_at: w.created_at.toISOString(),
+    updated_at: w.updated_at.toISOString(),
+    rotation: w.previous_secret_expires_at ? { previous_secret_expires_at: w.previous_secret_expires_at.toISOString() } : null,
+  };
 }
 
 export const DeliveryAttemptSchema = z

@@ -4,6 +4,7 @@ import type { Deps } from '../../../deps.js';
 import { getLiveLesson } from '../../../domain/lessons.js';
 import { Errors } from '../../../errors.js';
 import { BoardSnapshotSchema, presentSnapshot } from '../../presenters/board.js';
+import { answerNotModified } from '../../conditional.js';
 import { defineRoute, LessonIdParams } from '../../route.js';
 
 const tag = 'Board content';
@@ -29,13 +30,19 @@ export const boardRoutes = [
       'Our own versioned format (format "lesson-board", version 1; docs/snapshot-format.md). It includes every ' +
       'operation acknowledged to a participant (`seq` is the last one). A lesson nobody has drawn on yet has one empty page.',
     params: LessonIdParams,
-    responses: { 200: { description: 'Board snapshot', schema: BoardSnapshotSchema } },
+    responses: {
+      200: { description: 'Board snapshot', schema: BoardSnapshotSchema, headers: { ETag: 'W/"<format version>-<seq>": changes with every acknowledged operation' } },
+      304: { description: 'Not modified (If-None-Match matched the current ETag)' },
+    },
     errors: ['not_found', 'archived'],
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
       const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
-      ctx.set('Cache-Control', 'no-store');
-      ctx.body = presentSnapshot(lesson.id, await board(deps).store.read(lesson.id));
+      const snapshot = presentSnapshot(lesson.id, await board(deps).store.read(lesson.id));
+      // seq names the board's state; weak, as the JSON may be sent compressed or not
+      ctx.set('Cache-Control', 'private, no-cache');
+      if (answerNotModified(ctx, `W/"${snapshot.version}-${snapshot.seq}"`)) return;
+      ctx.body = snapshot;
     },
   }),
   defineRoute({
@@ -45,7 +52,7 @@ export const boardRoutes = [
     summary: 'A PNG thumbnail of the board (the pinned page, else the first)',
     description:
       'Rendered on the server from the board state; never older than the board (a stale picture is rendered again on read). ' +
-      '404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match answers 304.',
+      '404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match (RFC 9110: a list, weak comparison, `*`) answers 304.',
     params: LessonIdParams,
     responses: {
       200: { description: 'PNG image', contentType: 'image/png', headers: { ETag: 'board seq the picture shows' } },
@@ -57,14 +64,9 @@ export const boardRoutes = [
       const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
       const preview = await board(deps).previews.get(lesson.id);
       if (!preview) throw Errors.noPreview();
-      const etag = `"${preview.seq}"`;
-      ctx.set('ETag', etag);
       ctx.set('Cache-Control', 'private, no-cache');
       ctx.set('Last-Modified', preview.rendered_at.toUTCString());
-      if (ctx.get('if-none-match') === etag) {
-        ctx.status = 304;
-        return;
-      }
+      if (answerNotModified(ctx, `"${preview.seq}"`)) return;
       ctx.type = 'image/png';
       ctx.body = preview.png;
     },

@@ -38,7 +38,7 @@ export const eventRoutes = [
       'Requires a configured webhook.',
     params: EventIdParams,
     responses: { 202: { description: 'The event with its new delivery state', schema: EventSchema } },
-    errors: ['not_found', 'no_webhook', 'validation_error'],
+    errors: ['not_found', 'no_webhook'],
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
       ctx.status = 202;

@@ -5,4 +5,4 @@ export const EventsListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100).describe('page size, 1-1000'),
 });
 
-export const EventIdParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
+export const EventIdParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) }).describe('Event');

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import {
   archiveLesson,
@@ -7,6 +8,7 @@ import {
   listLessons,
 } from '../../../domain/lessons.js';
 import { LessonSchema, presentLesson } from '../../presenters/lesson.js';
+import { answerNotModified } from '../../conditional.js';
 import { defineRoute, LessonIdParams } from '../../route.js';
 import { LessonsCreateSchema, LessonsListQuery } from './schema.js';
 
@@ -23,7 +25,7 @@ export const lessonRoutes = [
     errors: ['conflict', 'plan_board_only', 'validation_error'],
     async handler(ctx, { body }) {
       const { deps, auth } = ctx.state;
-      const lesson = await createLesson(deps.sql, auth.partner, body, deps.clock.now());
+      const lesson = await createLesson(deps.sql, auth.partner, { ...body, external_id: body.external_id ?? undefined }, deps.clock.now());
       ctx.status = 201;
       ctx.body = presentLesson(lesson);
     },
@@ -59,11 +61,18 @@ export const lessonRoutes = [
     tag,
     summary: 'Get a lesson',
     params: LessonIdParams,
-    responses: { 200: { description: 'The lesson', schema: LessonSchema } },
+    responses: {
+      200: { description: 'The lesson', schema: LessonSchema, headers: { ETag: 'weak tag of the lesson as shown; changes when any field does' } },
+      304: { description: 'Not modified (If-None-Match matched the current ETag)' },
+    },
     errors: ['not_found', 'archived'],
     async handler(ctx, { params }) {
-      const { deps, auth } = ctx.state;
-      ctx.body = presentLesson(await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id));
+      const { auth } = ctx.state;
+      const json = JSON.stringify(presentLesson(await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id)));
+      // no version column: the tag is a digest of what is shown (~2 us for a lesson); the text is sent as is
+      if (answerNotModified(ctx, `W/"${hash('sha256', json, 'base64url').slice(0, 22)}"`)) return;
+      ctx.type = 'application/json';
+      ctx.body = json;
     },
   }),
   defineRoute({

@@ -10,6 +10,9 @@ export const linkRoutes = [
     path: '/lessons/{id}/links',
     tag: 'Links',
     summary: 'Issue a personal entry link for one participant',
+    description:
+      '402 minutes_exhausted while the balance is at or below zero (no link is issued; people already holding links can still enter). ' +
+      '410 archived for a deleted lesson.',
     params: LessonIdParams,
     body: LinksCreateSchema,
     responses: { 201: { description: 'The participant link', schema: LinkSchema } },

@@ -18,14 +18,19 @@ export const usageRoutes = [
       'Rules: docs/reports.md.',
     query: UsageQuery,
     responses: { 200: { description: 'Usage report', schema: UsageReportSchema } },
-    errors: ['bad_range', 'validation_error'],
+    errors: ['bad_range'],
     async handler(ctx, { query }) {
       const { deps, auth } = ctx.state;
       const report = await getUsageReport(deps.sql, auth.partner.id, query, deps.clock.now());
       const body = Readable.from(renderUsage(report));
       // Koa pipes the body with stream.pipeline: an error here destroys the
       // socket (the client sees an aborted transfer, never a short valid JSON).
-      body.on('error', (err) => deps.log.error({ component: 'reports', err, requestId: ctx.state.requestId }, 'usage report aborted'));
+      // When the body is compressed, koa-compress pipes it with .pipe(), which does not pass the error on:
+      // the socket is destroyed here so a failure never ends in a complete-looking response.
+      body.on('error', (err) => {
+        deps.log.error({ component: 'reports', err, requestId: ctx.state.requestId }, 'usage report aborted');
+        ctx.res.destroy();
+      });
       ctx.type = 'application/json';
       ctx.body = body;
     },

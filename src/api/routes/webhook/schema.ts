@@ -2,7 +2,20 @@ import { z } from 'zod';
 
 /** Any string is read as an address; one the rules refuse answers 400 bad_url (not 422). */
 export const WebhookPutSchema = z
-  .object({ url: z.string().describe('https:// address, public, at most 2,048 characters, no credentials') })
+  .object({
+    url: z.string().describe('https:// address, public, at most 2,048 characters, no credentials'),
+    rotate: z
+      .boolean()
+      .default(false)
+      .describe('true: the secret in use until now keeps signing beside the new one for overlap_minutes; false: it stops at once'),
+    overlap_minutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 60)
+      .default(24 * 60)
+      .describe('with rotate: how long the previous secret stays valid, 1-10080 minutes (7 days), default 1440 (24 h)'),
+  })
   .meta({ id: 'WebhookPut' });
 
 export const DeliveriesQuery = z.object({

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { removeWebhook, setWebhook } from '../../../webhooks/endpoint.js';
+import { Errors } from '../../../errors.js';
+import { getWebhook, removeWebhook, setWebhook } from '../../../webhooks/endpoint.js';
 import { listAttempts, sendTestEvent } from '../../../webhooks/events.js';
 import { EventSchema, presentEvent } from '../../presenters/event.js';
-import { DeliveryAttemptSchema, presentAttempt, presentWebhook, WebhookSchema } from '../../presenters/webhook.js';
+import { DeliveryAttemptSchema, presentAttempt, presentWebhook, presentWebhookState, WebhookSchema, WebhookStateSchema } from '../../presenters/webhook.js';
 import { defineRoute } from '../../route.js';
 import { DeliveriesQuery, WebhookPutSchema } from './schema.js';
 
@@ -16,13 +17,31 @@ export const webhookRoutes = [
     summary: 'Set the webhook address; returns a new signing secret',
     description:
       'Every call generates a new `whsec_` secret, returned only in this response; it signs every attempt made after this call. ' +
+      'With `rotate: true` the previous secret also signs (a second `v1=` in X-Whiteboard-Signature) for `overlap_minutes` ' +
+      '(default 24 h), so receivers can switch without rejecting deliveries; without it the previous secret stops at once. ' +
       'The address must use https://, be at most 2,048 characters, carry no credentials, and every address its host resolves to must be public.',
     body: WebhookPutSchema,
     responses: { 200: { description: 'The webhook and its new secret', schema: WebhookSchema } },
     errors: ['bad_url', 'validation_error'],
     async handler(ctx, { body }) {
       const { deps, auth } = ctx.state;
-      ctx.body = presentWebhook(await setWebhook(deps, auth.partner.id, body.url));
+      const rotate = body.rotate ? { overlapMs: body.overlap_minutes * 60_000 } : undefined;
+      ctx.body = presentWebhook(await setWebhook(deps, auth.partner.id, body.url, { rotate }));
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/webhook',
+    tag,
+    summary: 'The configured webhook: its address and rotation state (never the secret)',
+    description: 'The secret is shown only once, in the response of PUT /webhook. 404 not_found when no webhook is set.',
+    responses: { 200: { description: 'The webhook', schema: WebhookStateSchema } },
+    errors: ['not_found'],
+    async handler(ctx) {
+      const { deps, auth } = ctx.state;
+      const state = await getWebhook(deps, auth.partner.id);
+      if (!state) throw Errors.notFound('Webhook');
+      ctx.body = presentWebhookState(state);
     },
   }),
   defineRoute({
