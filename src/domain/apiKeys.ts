@@ -13,6 +13,8 @@ export async function createApiKey(db: Db, partnerId: string): Promise<{ id: str
   const apiKey = generateApiKey();
   const id = newId('key');
   await db`INSERT INTO api_keys (id, partner_id, key_hash) VALUES (${id}, ${partnerId}, ${sha256(apiKey)})`;
+  // API processes remember unknown keys for a minute: the new one must not be among them
+  await notifyAuthChanged(db, partnerId);
   return { id, apiKey };
 }
 
@@ -27,8 +29,9 @@ export async function revokeApiKey(db: Db, apiKey: string, at: Date): Promise<bo
 
 /**
  * API processes cache key lookups (src/api/authCache.ts); every change that can
- * turn a key away (revocation, suspension) notifies them through Postgres, and
- * the notification is delivered only if the change commits.
+ * turn a key away (revocation, suspension) or make an unknown key valid
+ * (creation) notifies them through Postgres, and the notification is
+ * delivered only if the change commits.
  */
 export const AUTH_CHANGED_CHANNEL = 'auth_changed';
 export async function notifyAuthChanged(db: Db, partnerId: string): Promise<void> {
