@@ -45,6 +45,11 @@ describe('a client that aborts mid-body', () => {
       stderr += String(chunk);
       return write(chunk, ...rest);
     }) as typeof process.stderr.write;
+    const consoleError = console.error;
+    console.error = (...args: unknown[]) => {
+      stderr += args.map(String).join(' ');
+      consoleError(...args);
+    };
     const socket = connect(api.port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     socket.write(
@@ -57,6 +62,7 @@ describe('a client that aborts mid-body', () => {
     while (!captured.slice(from).includes('"request"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 50));
     process.stderr.write = write;
+    console.error = consoleError;
     expect(stderr).toBe('');
     const mine = captured.slice(from).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
     const access = mine.find((l) => l.msg === 'request');
