@@ -1,0 +1,125 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeDeps } from '../helpers/deps.js';
+import { join, TestClient } from './helpers/client.js';
+import { lessonWithLinks } from './helpers/fixtures.js';
+import { isolatedEnv } from './helpers/isolation.js';
+import { spawnGateway } from './helpers/processes.js';
+
+/**
+ * Issue 14, point 2, against real gateway processes (src/main.ts,
+ * ROLES=gateway, default limits): one student link opening many sockets at
+ * the per-socket message limit, and one person's sockets on two nodes.
+ * The attack is bounded (40 sockets, 3 s) so the test stays cheap; the
+ * figures of a run are in docs/reliability.md.
+ */
+const env = await isolatedEnv();
+const deps = makeDeps({ env });
+const { sql } = deps;
+afterAll(() => deps.close());
+const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
+
+const ATTACK_SOCKETS = 40;
+const ATTACK_MS = 3000;
+/** GATEWAY_MESSAGES_PER_SECOND's default: each socket sends at its own limit */
+const PER_SOCKET_RATE = 50;
+
+/** user + system CPU time of a process so far, in seconds (Linux /proc, 100 ticks a second) */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
+const p99 = (xs: number[]) => quantile(xs, 0.99);
+
+describe('one student link against a gateway node', () => {
+  it('40 sockets at the per-socket limit: 4 stay (the rest closed 4409), the node stays cheap and the teacher’s pings fast', async () => {
+    const f = await lessonWithLinks(sql);
+    const teacher = await join(n1.wsUrl(await f.link('teacher', { role: 'teacher' })));
+    const student = await f.link('student');
+
+    const cpu0 = cpuSeconds(n1.pid);
+    const t0 = Date.now();
+    const attackers = Array.from({ length: ATTACK_SOCKETS }, () => new TestClient(n1.wsUrl(student)));
+    let sent = 0;
+    const timers = attackers.map((a, k) =>
+      setInterval(() => {
+        if (a.ws.readyState !== a.ws.OPEN || !a.of('welcome').length) return;
+        a.send({ type: 'cursor', x: k, y: sent++ });
+      }, 1000 / PER_SOCKET_RATE),
+    );
+    // the teacher pings every 25 ms while the attack runs (under its own socket's 50 a second)
+    const rtts: number[] = [];
+    let id = 0;
+    while (Date.now() - t0 < ATTACK_MS) {
+      const mine = ++id;
+      const at = performance.now();
+      teacher.send({ type: 'ping', id: mine });
+      await teacher.waitFor((m) => m.type === 'pong' && m.id === mine, `pong ${mine}`);
+      const rtt = performance.now() - at;
+      rtts.push(rtt);
+      await new Promise((r) => setTimeout(r, Math.max(0, 25 - rtt)));
+    }
+    expect(teacher.of('error')).toEqual([]);
+    const wall = (Date.now() - t0) / 1000;
+    const cpu = cpuSeconds(n1.pid) - cpu0;
+    for (const t of timers) clearInterval(t);
+
+    const open = attackers.filter((a) => a.ws.readyState === a.ws.OPEN);
+    const replaced = attackers.filter((a) => a.closeCode === 4409);
+    const cursors = teacher.of('cursor').length;
+    console.log(
+      `attack: ${ATTACK_SOCKETS} sockets x ${PER_SOCKET_RATE}/s for ${wall.toFixed(1)} s: ${sent} cursors sent, ${cursors} reached the teacher; ` +
+        `open ${open.length}, closed 4409 ${replaced.length}; gateway CPU ${cpu.toFixed(2)} s (${((cpu / wall) * 100).toFixed(0)} % of a core); ` +
+        `teacher ping p50 ${quantile(rtts, 0.5).toFixed(1)} ms p99 ${p99(rtts).toFixed(1)} ms over ${rtts.length}`,
+    );
+    expect(open.length).toBe(4);
+    expect(replaced.length + open.length).toBe(ATTACK_SOCKETS);
+    // one person's cursor budget on the node: a burst of 60, then 30 a second
+    expect(cursors).toBeLessThanOrEqual(60 + Math.ceil(wall * 30) + 5);
+    expect(p99(rtts)).toBeLessThan(100);
+    // the socket churn of the attack included: far from a core
+    expect(cpu / wall).toBeLessThan(0.5);
+    await Promise.all([teacher, ...attackers].map((c) => c.close()));
+  }, 30_000);
+});
+
+describe('one person on two nodes', () => {
+  it('their cursors do not come back to their socket on the other node; their chat budget is one across nodes', async () => {
+    const f = await lessonWithLinks(sql);
+    const mine = await f.link('me');
+    const a1 = await join(n1.wsUrl(mine));
+    const a2 = await join(n2.wsUrl(mine));
+    const b1 = await join(n1.wsUrl(await f.link('b1')));
+    const b2 = await join(n2.wsUrl(await f.link('b2')));
+    a1.send({ type: 'cursor', x: 1, y: 1 });
+    a2.send({ type: 'cursor', x: 2, y: 2 });
+    for (const b of [b1, b2]) {
+      await b.waitFor((m) => m.type === 'cursor' && m.x === 1, 'a1’s cursor');
+      await b.waitFor((m) => m.type === 'cursor' && m.x === 2, 'a2’s cursor');
+    }
+    b1.send({ type: 'cursor', x: 9, y: 9 });
+    await a2.waitFor((m) => m.type === 'cursor' && m.x === 9, 'b1’s cursor on the other node');
+    await a1.waitFor((m) => m.type === 'cursor' && m.x === 9, 'b1’s cursor on its node');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(a1.of('cursor').map((m) => m.x)).toEqual([9]);
+    expect(a2.of('cursor').map((m) => m.x)).toEqual([9]);
+
+    const started = Date.now();
+    for (let i = 0; i < 8; i++) {
+      a1.send({ type: 'chat.send', text: `n1 ${i}` });
+      a2.send({ type: 'chat.send', text: `n2 ${i}` });
+    }
+    const refused = () => [...a1.of('error'), ...a2.of('error')].filter((e) => e.code === 'rate_limited');
+    const deadline = Date.now() + 10_000;
+    while (refused().length + b1.of('chat').length < 16 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const lines = b1.of('chat').length;
+    // per node (8 each, under a burst of 10) all 16 would pass
+    expect(lines).toBeGreaterThanOrEqual(10);
+    expect(lines).toBeLessThanOrEqual(Math.min(15, 10 + Math.ceil(((Date.now() - started) / 1000) * 3)));
+    expect(refused()).toHaveLength(16 - lines);
+    expect(a1.of('chat').length).toBe(lines);
+    await Promise.all([a1, a2, b1, b2].map((c) => c.close()));
+  }, 30_000);
+});
