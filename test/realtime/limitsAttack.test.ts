@@ -10,8 +10,9 @@ import { spawnGateway } from './helpers/processes.js';
  * Issue 14, point 2, against real gateway processes (src/main.ts,
  * ROLES=gateway, default limits): one student link opening many sockets at
  * the per-socket message limit, and one person's sockets on two nodes.
- * The attack is bounded (40 sockets, 3 s) so the test stays cheap; the
- * figures of a run are in docs/reliability.md.
+ * The attack is bounded (40 sockets, 3 s) so the test stays cheap;
+ * LIMITS_ATTACK_SOCKETS and LIMITS_ATTACK_MS make it larger, and the
+ * figures of both sizes are in docs/reliability.md.
  */
 const env = await isolatedEnv();
 const deps = makeDeps({ env });
@@ -19,8 +20,9 @@ const { sql } = deps;
 afterAll(() => deps.close());
 const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
 
-const ATTACK_SOCKETS = 40;
-const ATTACK_MS = 3000;
+/** the attack's size: small in the suite; larger by hand (docs/reliability.md gives the command) */
+const ATTACK_SOCKETS = Number(process.env.LIMITS_ATTACK_SOCKETS ?? 40);
+const ATTACK_MS = Number(process.env.LIMITS_ATTACK_MS ?? 3000);
 /** GATEWAY_MESSAGES_PER_SECOND's default: each socket sends at its own limit */
 const PER_SOCKET_RATE = 50;
 
@@ -34,7 +36,7 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 const p99 = (xs: number[]) => quantile(xs, 0.99);
 
 describe('one student link against a gateway node', () => {
-  it('40 sockets at the per-socket limit: 4 stay (the rest closed 4409), the node stays cheap and the teacher’s pings fast', async () => {
+  it('many sockets (40) at the per-socket limit: 4 stay (the rest closed 4409), the node stays cheap and the teacher’s pings fast', async () => {
     const f = await lessonWithLinks(sql);
     const teacher = await join(n1.wsUrl(await f.link('teacher', { role: 'teacher' })));
     const student = await f.link('student');
@@ -51,6 +53,7 @@ describe('one student link against a gateway node', () => {
     );
     // the teacher pings every 25 ms while the attack runs (under its own socket's 50 a second)
     const rtts: number[] = [];
+    const slow: string[] = [];
     let id = 0;
     while (Date.now() - t0 < ATTACK_MS) {
       const mine = ++id;
@@ -59,6 +62,7 @@ describe('one student link against a gateway node', () => {
       await teacher.waitFor((m) => m.type === 'pong' && m.id === mine, `pong ${mine}`);
       const rtt = performance.now() - at;
       rtts.push(rtt);
+      if (rtt > 50) slow.push(`${rtt.toFixed(0)} ms at +${Date.now() - t0} ms`);
       await new Promise((r) => setTimeout(r, Math.max(0, 25 - rtt)));
     }
     expect(teacher.of('error')).toEqual([]);
@@ -72,7 +76,7 @@ describe('one student link against a gateway node', () => {
     console.log(
       `attack: ${ATTACK_SOCKETS} sockets x ${PER_SOCKET_RATE}/s for ${wall.toFixed(1)} s: ${sent} cursors sent, ${cursors} reached the teacher; ` +
         `open ${open.length}, closed 4409 ${replaced.length}; gateway CPU ${cpu.toFixed(2)} s (${((cpu / wall) * 100).toFixed(0)} % of a core); ` +
-        `teacher ping p50 ${quantile(rtts, 0.5).toFixed(1)} ms p99 ${p99(rtts).toFixed(1)} ms over ${rtts.length}`,
+        `teacher ping p50 ${quantile(rtts, 0.5).toFixed(1)} ms p99 ${p99(rtts).toFixed(1)} ms over ${rtts.length}${slow.length ? ` (over 50 ms: ${slow.join(', ')})` : ''}`,
     );
     expect(open.length).toBe(4);
     expect(replaced.length + open.length).toBe(ATTACK_SOCKETS);
@@ -82,7 +86,7 @@ describe('one student link against a gateway node', () => {
     // the socket churn of the attack included: far from a core
     expect(cpu / wall).toBeLessThan(0.5);
     await Promise.all([teacher, ...attackers].map((c) => c.close()));
-  }, 30_000);
+  }, 30_000 + ATTACK_MS * 2);
 });
 
 describe('one person on two nodes', () => {
