@@ -70,9 +70,12 @@ describe('unauthenticated traffic behind one trusted proxy (TRUST_PROXY_HOPS=1)'
     );
     const refilled = Math.ceil(((Date.now() - started) / 60_000) * LIMIT) + 1;
     const unauthorized = statuses.get(401) ?? 0;
+    console.log(`4,000 unknown keys from one address in ${Date.now() - started} ms: ${JSON.stringify(Object.fromEntries(statuses))}, ${api.cache.lookupsMade - before} Postgres lookups`);
     expect([...statuses.keys()].sort()).toEqual([401, 429]);
     expect(unauthorized).toBeGreaterThanOrEqual(LIMIT);
-    expect(unauthorized).toBeLessThanOrEqual(LIMIT + refilled);
+    // A Redis call that takes over 250 ms (a loaded machine) falls back to the process's own
+    // allowance (fail open, docs/api-decisions.md): at most one more allowance per process.
+    expect(unauthorized).toBeLessThanOrEqual(2 * LIMIT + refilled);
     expect(api.cache.lookupsMade - before).toBe(unauthorized);
     expect(limited!.body).toEqual({ detail: { code: 'rate_limited', message: expect.any(String) } });
     expect(Number(limited!.retryAfter)).toBeGreaterThanOrEqual(1);
