@@ -94,7 +94,8 @@ export class Gateway implements GatewayApi {
     });
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
     this.admission = new Admission(deps);
-    this.people = new LocalPeople(deps.config.GATEWAY_MAX_SOCKETS_PER_PERSON);
+    const c = deps.config;
+    this.people = new LocalPeople(c.GATEWAY_MAX_SOCKETS_PER_PERSON, c.GATEWAY_PERSON_CURSORS_PER_SECOND, c.GATEWAY_PERSON_CURSOR_BURST);
     this.personRates = new PersonRates(this.redis, PERSON_RATES);
     this.announcer = new JoinAnnouncer(deps.sql, this.log);
     this.bus = new LessonBus(

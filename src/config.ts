@@ -41,6 +41,9 @@ export const ConfigSchema = z.object({
   GATEWAY_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(256),
   /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
   GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
+  /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */
+  GATEWAY_PERSON_CURSORS_PER_SECOND: z.coerce.number().positive().default(30),
+  GATEWAY_PERSON_CURSOR_BURST: z.coerce.number().int().positive().default(60),
   GATEWAY_ALLOWED_ORIGINS: csv.default([]),
   GATEWAY_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
   GATEWAY_LEASE_SECONDS: z.coerce.number().int().min(3).max(15).default(10),

@@ -1,10 +1,6 @@
 import type { ClientConnection } from '../ClientConnection.js';
 import { TokenBucket } from '../lib/TokenBucket.js';
 
-/** Cursor positions per person per second across all their sockets on a node (a pointer at 30 fps), and the burst. */
-export const CURSOR_RATE = 30;
-export const CURSOR_BURST = 60;
-
 /** One person's open sockets in one lesson on this node, oldest first, and what they share. */
 export interface LocalPerson {
   readonly conns: ClientConnection[];
@@ -23,13 +19,18 @@ export interface LocalPerson {
 export class LocalPeople {
   private readonly people = new Map<string, LocalPerson>();
 
-  constructor(private readonly maxSockets: number) {}
+  constructor(
+    private readonly maxSockets: number,
+    /** cursors per second and burst per person (GATEWAY_PERSON_CURSORS_PER_SECOND: a pointer at 30 fps) */
+    private readonly cursorRate: number,
+    private readonly cursorBurst: number,
+  ) {}
 
   /** Registers an open socket; returns the person's oldest sockets beyond the cap, for the caller to close. */
   add(conn: ClientConnection, now: number): ClientConnection[] {
     const key = this.key(conn.lessonId, conn.person.id);
     let p = this.people.get(key);
-    if (!p) this.people.set(key, (p = { conns: [], cursor: new TokenBucket(CURSOR_RATE, CURSOR_BURST, now) }));
+    if (!p) this.people.set(key, (p = { conns: [], cursor: new TokenBucket(this.cursorRate, this.cursorBurst, now) }));
     p.conns.push(conn);
     return p.conns.length > this.maxSockets ? p.conns.slice(0, p.conns.length - this.maxSockets) : [];
   }

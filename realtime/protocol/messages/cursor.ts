@@ -20,7 +20,7 @@ export const cursor = defineMessage({
   type: 'cursor',
   schema: CursorMessage,
   description:
-    'Pointer position; relayed to the others in the lesson (never to the sender\'s own sockets) as {type:"cursor", from, x, y, page?}. Ephemeral; at most 30 a second per person (bursts of 60), the rest dropped.',
+    'Pointer position; relayed to the others in the lesson (never to the sender\'s own sockets) as {type:"cursor", from, x, y, page?}. Ephemeral; at most GATEWAY_PERSON_CURSORS_PER_SECOND (30) a second per person, the rest dropped.',
   handle({ conn, gateway, now }, msg) {
     // one budget per person on this node, whichever socket the cursor came on: ten tabs move one pointer
     const person = gateway.localPerson(conn.lessonId, conn.person.id);
