@@ -1,4 +1,4 @@
-import { AUTH_CHANGED_CHANNEL, authenticateApiKey, type Authenticated } from '../domain/apiKeys.js';
+import { AUTH_CHANGED_CHANNEL, authenticateApiKey, isApiKeyShaped, type Authenticated } from '../domain/apiKeys.js';
 import type { Deps } from '../deps.js';
 
 /** Unknown keys are remembered this long (docs/api-decisions.md, "Authentication"). */
@@ -73,6 +73,7 @@ export class AuthCache {
     const now = this.now();
     const hit = this.entries.get(apiKey);
     if (hit && hit.expires > now) return hit.auth;
+    if (!isApiKeyShaped(apiKey)) return null; // neither looked up nor remembered
     const bad = this.unknown.get(apiKey);
     if (bad !== undefined) {
       if (bad > now) return null;

@@ -5,6 +5,11 @@ import type { Partner } from './partners.js';
 /** `wbk_` + 32 base62 chars: ~190 random bits. Shown once, stored as sha256 only. */
 const KEY_PATTERN = /^wbk_[0-9A-Za-z]{32}$/;
 
+/** Whether a string has the form of a key (a malformed one never needs a lookup). */
+export function isApiKeyShaped(s: string): boolean {
+  return KEY_PATTERN.test(s);
+}
+
 export function generateApiKey(): string {
   return `wbk_${randomBase62(32)}`;
 }

@@ -81,6 +81,13 @@ describe('unauthenticated traffic behind one trusted proxy (TRUST_PROXY_HOPS=1)'
     expect(Number(limited!.retryAfter)).toBeGreaterThanOrEqual(1);
   });
 
+  it('a malformed key or none costs no lookup at all', async () => {
+    const from = address();
+    const before = api.cache.lookupsMade;
+    for (const key of [null, 'not-a-key', `wbk_${'!'.repeat(32)}`, `wbk_${'A'.repeat(33)}`]) expect((await api.get(key, from)).status).toBe(401);
+    expect(api.cache.lookupsMade).toBe(before);
+  });
+
   it('a repeated unknown key costs one lookup, until the key memory expires (60 s)', async () => {
     const from = address();
     const key = generateApiKey();
