@@ -14,9 +14,12 @@ const KNOWN_VALID_MS = 10 * 60_000;
  * whole cache is cleared on every (re)connect; entries also expire after `ttlMs`
  * as a last backstop.
  *
+ * Concurrent requests with the same uncached key share one lookup.
  * Unknown keys are remembered too (a negative cache, `NEGATIVE_TTL_MS`, at
  * most `maxEntries`, the oldest forgotten first), so a client repeating a bad
- * key costs no Postgres lookup. A key created later must not be refused from
+ * key costs no Postgres lookup. Only keys no row has: a revoked key or a
+ * suspended partner's is looked up each time (a resume must work at once,
+ * before its notification arrives), and the per-address limit bounds that. A key created later must not be refused from
  * that memory: creating a key notifies `auth_changed` as well, and every
  * notification forgets all unknown keys (creations are rare; a wrong "unknown"
  * would lock a partner out for a minute, a forgotten one costs one lookup).
@@ -32,6 +35,8 @@ const KNOWN_VALID_MS = 10 * 60_000;
 export class AuthCache {
   private readonly entries = new Map<string, { auth: Authenticated; expires: number; knownUntil: number }>();
   private readonly unknown = new Map<string, number>();
+  /** lookups in flight: concurrent requests with the same uncached key share one */
+  private readonly inflight = new Map<string, { generation: number; lookup: Promise<Authenticated | null> }>();
   private generation = 0;
   private unlisten: (() => Promise<void>) | undefined;
   /** key lookups sent to Postgres (a figure for tests and benchmarks) */
@@ -79,17 +84,27 @@ export class AuthCache {
       if (bad > now) return null;
       this.unknown.delete(apiKey);
     }
+    // joined only within one generation: a request that arrives after a revocation was heard
+    // must not be answered by a lookup that may have read the key before it
+    const running = this.inflight.get(apiKey);
+    if (running && running.generation === this.generation) return running.lookup;
+    const entry = { generation: this.generation, lookup: this.lookup(apiKey) };
+    this.inflight.set(apiKey, entry);
+    void entry.lookup.finally(() => {
+      if (this.inflight.get(apiKey) === entry) this.inflight.delete(apiKey);
+    }).catch(() => undefined);
+    return entry.lookup;
+  }
+
+  private async lookup(apiKey: string): Promise<Authenticated | null> {
     const generation = this.generation;
     this.lookupsMade++;
-    const auth = await authenticateApiKey(this.deps.readSql, apiKey);
-    if (generation !== this.generation) {
+    const found = await authenticateApiKey(this.deps.readSql, apiKey);
+    const auth = typeof found === 'string' ? null : found;
+    if (generation !== this.generation || !auth) {
       this.entries.delete(apiKey);
+      if (found === 'unknown' && generation === this.generation) this.rememberUnknown(apiKey);
       return auth;
-    }
-    if (!auth) {
-      this.entries.delete(apiKey);
-      this.rememberUnknown(apiKey);
-      return null;
     }
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     const at = this.now();

@@ -49,16 +49,19 @@ export interface Authenticated {
 }
 
 /**
- * The partner behind a bearer key, or null when the key is malformed, unknown,
- * revoked, or its partner is suspended (all of them answer 401 alike).
+ * The partner behind a bearer key; `unknown` when no key has that value (or
+ * it is malformed), `refused` when it is revoked or its partner suspended.
+ * Both answer 401 alike; only an unknown key may be remembered as such (a
+ * suspended partner may be resumed any moment: src/api/authCache.ts).
  */
-export async function authenticateApiKey(db: Db, apiKey: string): Promise<Authenticated | null> {
-  if (!KEY_PATTERN.test(apiKey)) return null;
-  const [row] = await db<(Partner & { key_id: string })[]>`
-    SELECT k.id AS key_id, p.*
+export async function authenticateApiKey(db: Db, apiKey: string): Promise<Authenticated | 'unknown' | 'refused'> {
+  if (!KEY_PATTERN.test(apiKey)) return 'unknown';
+  const [row] = await db<(Partner & { key_id: string; key_revoked_at: Date | null })[]>`
+    SELECT k.id AS key_id, k.revoked_at AS key_revoked_at, p.*
     FROM api_keys k JOIN partners p ON p.id = k.partner_id
-    WHERE k.key_hash = ${sha256(apiKey)} AND k.revoked_at IS NULL AND p.suspended_at IS NULL`;
-  if (!row) return null;
-  const { key_id, ...partner } = row;
+    WHERE k.key_hash = ${sha256(apiKey)}`;
+  if (!row) return 'unknown';
+  const { key_id, key_revoked_at, ...partner } = row;
+  if (key_revoked_at || partner.suspended_at) return 'refused';
   return { keyId: key_id, partner };
 }

@@ -99,6 +99,14 @@ describe('unauthenticated traffic behind one trusted proxy (TRUST_PROXY_HOPS=1)'
     expect(api.cache.lookupsMade - before).toBe(2);
   });
 
+  it('concurrent requests with the same uncached key share one lookup, from any number of addresses', async () => {
+    const key = generateApiKey();
+    const before = api.cache.lookupsMade;
+    const results = await Promise.all(Array.from({ length: 200 }, () => api.get(key, address())));
+    expect(results.every((r) => r.status === 401)).toBe(true);
+    expect(api.cache.lookupsMade - before).toBe(1);
+  });
+
   it('creating a key makes every process forget the unknown keys it remembered', async () => {
     const from = address();
     const key = generateApiKey();
