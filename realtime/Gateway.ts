@@ -7,6 +7,8 @@ import type { Logger } from '../src/logger.js';
 import { readMeterSeeds, type MeterSeed } from '../src/metering/meters.js';
 import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
+import { LocalPeople, type LocalPerson } from './admission/LocalPeople.js';
+import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
 import { LessonBus } from './bus/LessonBus.js';
 import { ClientConnection, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features.js';
@@ -23,6 +25,9 @@ import { coreMessages } from './protocol/messages/index.js';
 import { MessageRegistry } from './protocol/registry.js';
 import { presenceFrame, presenceSyncFrame } from './protocol/serverMessages.js';
 import { welcomeFrame } from './protocol/welcome.js';
+
+/** How a relayed cursor frame starts (protocol/messages/cursor.ts): its sender's id follows. */
+const CURSOR_FROM = '{"type":"cursor","from":"';
 
 export interface GatewayOptions {
   features?: GatewayFeature[];
@@ -43,6 +48,9 @@ export class Gateway implements GatewayApi {
   readonly presence: Presence;
   readonly meter: Meter;
   readonly admission: Admission;
+  /** each person's sockets on this node: the socket cap and the cursor budget (limits per person) */
+  readonly people: LocalPeople;
+  private readonly personRates: PersonRates;
   readonly bus: LessonBus;
   readonly timing: ReturnType<typeof gatewayTiming>;
   readonly log: Logger;
@@ -86,6 +94,9 @@ export class Gateway implements GatewayApi {
     });
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
     this.admission = new Admission(deps);
+    const c = deps.config;
+    this.people = new LocalPeople(c.GATEWAY_MAX_SOCKETS_PER_PERSON, c.GATEWAY_PERSON_CURSORS_PER_SECOND, c.GATEWAY_PERSON_CURSOR_BURST);
+    this.personRates = new PersonRates(this.redis, PERSON_RATES);
     this.announcer = new JoinAnnouncer(deps.sql, this.log);
     this.bus = new LessonBus(
       this.redis,
@@ -127,6 +138,8 @@ export class Gateway implements GatewayApi {
       { messagesPerSecond: c.GATEWAY_MESSAGES_PER_SECOND, burst: c.GATEWAY_MESSAGE_BURST },
       this.now(),
     );
+    // past the cap the person's oldest sockets go (4409): a new tab wins over a forgotten one
+    for (const old of this.people.add(conn, conn.openedAt)) old.close('replaced');
     const fresh = !this.rooms.has(link.lesson_id);
     const room = this.roomFor(link.lesson_id);
     room.conns.add(conn);
@@ -159,12 +172,17 @@ export class Gateway implements GatewayApi {
       return;
     }
     conn.validFrame();
-    try {
-      const r = parsed.def.handle({ conn, gateway: this, now }, parsed.msg);
-      if (r) r.catch((err) => this.handlerFailed(conn, parsed.def.type, err));
-    } catch (err) {
-      this.handlerFailed(conn, parsed.def.type, err);
-    }
+    const run = () => {
+      try {
+        const r = parsed.def.handle({ conn, gateway: this, now }, parsed.msg);
+        if (r) r.catch((err) => this.handlerFailed(conn, parsed.def.type, err));
+      } catch (err) {
+        this.handlerFailed(conn, parsed.def.type, err);
+      }
+    };
+    // chat lines and board operations are budgeted per person across nodes (admission/PersonRates.ts)
+    if (this.personRates.gated(parsed.def.type)) this.personRates.admit(conn, parsed.def.type, parsed.msg, run);
+    else run();
   }
 
   /** The socket is gone (any reason). The departure is dated now. */
@@ -172,6 +190,7 @@ export class Gateway implements GatewayApi {
     if (conn.state === 'closed') return;
     const at = this.now();
     conn.state = 'closed';
+    this.people.remove(conn);
     const room = this.rooms.get(conn.lessonId);
     if (room) {
       room.conns.delete(conn);
@@ -188,11 +207,28 @@ export class Gateway implements GatewayApi {
 
   // ---- GatewayApi ----------------------------------------------------------
 
-  broadcast(lessonId: string, frame: string | object, opts: { except?: ClientConnection; ephemeral?: boolean } = {}): void {
+  broadcast(lessonId: string, frame: string | object, opts: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean } = {}): void {
     const text = typeof frame === 'string' ? frame : JSON.stringify(frame);
     const room = this.rooms.get(lessonId);
-    room?.deliver(text, opts.except);
+    if (room && opts.exceptPerson) this.deliverExceptPerson(room, text, opts.exceptPerson, opts.except);
+    else room?.deliver(text, opts.except);
     this.publishRemote(lessonId, text, room, opts.ephemeral ?? false);
+  }
+
+  localPerson(lessonId: string, personId: string): LocalPerson | undefined {
+    return this.people.get(lessonId, personId);
+  }
+
+  /**
+   * Everyone here but one person's sockets. The common case, the person's only
+   * socket here is the sender (or they have none here), stays one uWS topic
+   * publish; only a person with several sockets here costs a loop.
+   */
+  private deliverExceptPerson(room: LessonRoom, text: string, personId: string, sender?: ClientConnection): void {
+    const mine = this.people.get(room.lessonId, personId)?.conns ?? [];
+    const others = mine.filter((c) => c !== sender && c.state === 'present');
+    if (others.length === 0) return room.deliver(text, sender);
+    for (const c of room.conns) if (c.state === 'present' && c.person.id !== personId) c.send(text);
   }
 
   localConnections(lessonId: string): ClientConnection[] {
@@ -380,6 +416,9 @@ export class Gateway implements GatewayApi {
     if (frame.startsWith('{"type":"presence"')) {
       const seq = Number(/"seq":(\d+)/.exec(frame)?.[1] ?? 0);
       room.deliverPresence(seq, frame);
+    } else if (frame.startsWith(CURSOR_FROM)) {
+      // a person's own cursor never comes back to their sockets on this node either
+      this.deliverExceptPerson(room, frame, frame.slice(CURSOR_FROM.length, frame.indexOf('"', CURSOR_FROM.length)));
     } else {
       room.deliver(frame);
     }

@@ -1,6 +1,7 @@
 import type { Deps } from '../src/deps.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import type { Refusal } from './admission/Admission.js';
+import type { LocalPerson } from './admission/LocalPeople.js';
 import type { ClientConnection } from './ClientConnection.js';
 import type { MessageDef } from './protocol/registry.js';
 
@@ -11,10 +12,14 @@ export interface GatewayApi {
   /**
    * Sends a frame (a JSON string, or an object to stringify) to everyone
    * present in the lesson on every node. `except` skips one local connection
-   * (usually the sender). `ephemeral` frames (cursors) may be skipped for nodes
+   * (usually the sender); `exceptPerson` skips every socket of that person
+   * (by public id) on this node (other nodes skip them for `cursor` frames,
+   * by their `from`). `ephemeral` frames (cursors) may be skipped for nodes
    * that just joined the lesson; the rest always reach every node.
    */
-  broadcast(lessonId: string, frame: string | object, opts?: { except?: ClientConnection; ephemeral?: boolean }): void;
+  broadcast(lessonId: string, frame: string | object, opts?: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean }): void;
+  /** One person's sockets in the lesson on this node and their shared budgets (admission/LocalPeople.ts). */
+  localPerson(lessonId: string, personId: string): LocalPerson | undefined;
   /** Connections present in the lesson on this node. */
   localConnections(lessonId: string): ClientConnection[];
 }

@@ -26,6 +26,10 @@ export const ConfigSchema = z.object({
   GATEWAY_PORT: port.default(8081),
   EMBED_BASE_URL: z.string().url().default('http://localhost:8081').transform((s) => s.replace(/\/+$/, '')),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  /** requests per minute per client address that carry no valid API key (docs/api-decisions.md) */
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: z.coerce.number().int().positive().default(60),
+  /** reverse proxies in front of the API that append to X-Forwarded-For; 0: the TCP peer is the client */
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Realtime gateway
   SESSION_IDLE_SECONDS: seconds.default(300),
@@ -35,6 +39,11 @@ export const ConfigSchema = z.object({
   GATEWAY_MESSAGES_PER_SECOND: z.coerce.number().positive().default(50),
   GATEWAY_MESSAGE_BURST: z.coerce.number().int().positive().default(100),
   GATEWAY_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(256),
+  /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
+  GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
+  /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */
+  GATEWAY_PERSON_CURSORS_PER_SECOND: z.coerce.number().positive().default(30),
+  GATEWAY_PERSON_CURSOR_BURST: z.coerce.number().int().positive().default(60),
   GATEWAY_ALLOWED_ORIGINS: csv.default([]),
   GATEWAY_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
   GATEWAY_LEASE_SECONDS: z.coerce.number().int().min(3).max(15).default(10),

@@ -13,6 +13,8 @@ export const CloseCode = {
   unauthorized: 4401,
   /** removed from the lesson (reserved for teacher actions, board phase) */
   forbidden: 4403,
+  /** another socket of the same person opened past GATEWAY_MAX_SOCKETS_PER_PERSON: this one, the oldest, is closed */
+  replaced: 4409,
   /** the lesson was deleted */
   archived: 4410,
   /** a frame larger than GATEWAY_MAX_PAYLOAD_BYTES */
@@ -33,6 +35,7 @@ export const CloseReason: Record<CloseCodeName, string> = {
   badRequest: 'too many invalid frames',
   unauthorized: 'link no longer valid',
   forbidden: 'removed from the lesson',
+  replaced: 'too many connections of this person; a newer one replaced it',
   archived: 'lesson deleted',
   payloadTooLarge: 'frame too large',
   rateLimited: 'too many messages',

@@ -9,7 +9,7 @@ import { randomBase62 } from '../lib/crypto.js';
 import { batchedLessonLookup } from '../domain/lessons.js';
 import { auth } from './middlewares/auth.js';
 import type { AuthCache } from './authCache.js';
-import { errorHandler } from './middlewares/errorHandler.js';
+import { appErrorListener, errorHandler } from './middlewares/errorHandler.js';
 import { idempotent } from './idempotency/idempotent.js';
 import { readJsonBody } from './middlewares/jsonBody.js';
 import { rateLimit } from './middlewares/rateLimit.js';
@@ -28,19 +28,25 @@ export const COMPRESS_THRESHOLD_BYTES = 1024;
  * legacy base address (same path) is served by the same app.
  */
 export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[] = partnerRoutes): Koa<ApiState> {
-  const app = new Koa<ApiState>({ proxy: true });
+  // The client address (ctx.ip) is the X-Forwarded-For entry TRUST_PROXY_HOPS from the right, the
+  // one our own outermost proxy wrote; entries further left are the client's to forge.
+  const hops = deps.config.TRUST_PROXY_HOPS;
+  const app = new Koa<ApiState>({ proxy: hops > 0, maxIpsCount: hops });
   const log = deps.log.child({ component: 'api' });
+  app.on('error', appErrorListener(log));
   let lastRedisWarning = 0;
-  const limiter = new RateLimiter(deps.redis, deps.config.RATE_LIMIT_PER_MINUTE, 60_000, {
-    // Redis TIME is the limiter's clock in production (API hosts' clocks may differ); a test's injected clock replaces it
+  const limiterOpts = {
+    // Redis TIME is the limiters' clock in production (API hosts' clocks may differ); a test's injected clock replaces it
     now: deps.clock === systemClock ? undefined : () => deps.clock.now().getTime(),
-    onRedisError: (err) => {
+    onRedisError: (err: unknown) => {
       if (Date.now() - lastRedisWarning > 10_000) {
         lastRedisWarning = Date.now();
         log.warn({ err: String(err) }, 'rate limiter: Redis unreachable, enforcing the limit per process');
       }
     },
-  });
+  };
+  const limiter = new RateLimiter(deps.redis, deps.config.RATE_LIMIT_PER_MINUTE, 60_000, limiterOpts);
+  const unauthenticated = new RateLimiter(deps.redis, deps.config.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE, 60_000, limiterOpts);
   const openapi = buildOpenApi(routes, SERVICE_VERSION);
   const lessons = batchedLessonLookup(deps.readSql, { max: 100, concurrency: deps.config.DATABASE_READ_POOL_SIZE });
 
@@ -74,7 +80,7 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
   app.use(publicRouter.routes());
 
   const router = new Router<ApiState>({ prefix: API_PREFIX });
-  router.use(auth(authCache), rateLimit(limiter));
+  router.use(auth(authCache, unauthenticated), rateLimit(limiter));
   for (const r of routes) {
     const koaPath = r.path.replace(/\{(\w+)\}/g, ':$1');
     router[r.method](koaPath, async (ctx: ApiContext) => {

@@ -15,6 +15,9 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     HOST: '127.0.0.1',
     API_PORT: '0',
     GATEWAY_PORT: '0',
+    // every test file calls from 127.0.0.1 and shares the run's Redis prefix: the per-address
+    // limit of keyless requests would join them all (test/api/unauthenticated.test.ts sets its own)
+    RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '1000000',
     ...overrides,
   };
 }

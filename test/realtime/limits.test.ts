@@ -109,8 +109,16 @@ describe('idle timeout', () => {
 
 describe('backpressure', () => {
   it('closes a client that never reads instead of buffering for it without bound; the others carry on', async () => {
-    // a node with the smallest backpressure limit and no practical rate limit
-    const node = await startTestGateway({ env: { GATEWAY_MAX_BACKPRESSURE_BYTES: '16384', GATEWAY_MESSAGES_PER_SECOND: '1000000', GATEWAY_MESSAGE_BURST: '1000000' } });
+    // a node with the smallest backpressure limit and no practical rate limit (per socket or per person)
+    const node = await startTestGateway({
+      env: {
+        GATEWAY_MAX_BACKPRESSURE_BYTES: '16384',
+        GATEWAY_MESSAGES_PER_SECOND: '1000000',
+        GATEWAY_MESSAGE_BURST: '1000000',
+        GATEWAY_PERSON_CURSORS_PER_SECOND: '1000000',
+        GATEWAY_PERSON_CURSOR_BURST: '1000000',
+      },
+    });
     const f = await lessonWithLinks(node.deps.sql);
     const watcher = await join(node.wsUrl(await f.link('w')), ip());
     const sleeper = await join(node.wsUrl(await f.link('sleepy')), ip());

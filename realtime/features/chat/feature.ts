@@ -1,18 +1,12 @@
 import { ClientMessages } from '../../../src/board/protocol.js';
 import type { Deps } from '../../../src/deps.js';
 import { randomBase62 } from '../../../src/lib/crypto.js';
-import type { ClientConnection } from '../../ClientConnection.js';
 import type { GatewayFeature } from '../../features.js';
-import { TokenBucket } from '../../lib/TokenBucket.js';
 import { defineMessage } from '../../protocol/registry.js';
-import { featureError } from '../frames.js';
 
 /** Lines a page gets in `welcome` (a late joiner or a reconnect sees the conversation so far). */
 export const CHAT_HISTORY = 50;
 const HISTORY_TTL_MS = 12 * 3600_000;
-/** Chat per connection: 3 lines a second, bursts of 10 (a person typing never reaches it; a script does). */
-const CHAT_RATE = 3;
-const CHAT_BURST = 10;
 
 /**
  * Chat beside the board (docs/board-protocol.md, "Chat"): a line goes to
@@ -23,7 +17,6 @@ const CHAT_BURST = 10;
  * snapshot and is not stored in Postgres.
  */
 export function chatFeature(deps: Deps): GatewayFeature {
-  const buckets = new WeakMap<ClientConnection, TokenBucket>();
   const log = deps.log.child({ component: 'chat' });
 
   const send = defineMessage({
@@ -31,12 +24,7 @@ export function chatFeature(deps: Deps): GatewayFeature {
     schema: ClientMessages['chat.send'],
     description: 'A chat line; relayed to everyone in the lesson (sender included) as `chat`.',
     handle({ conn, gateway, now }, msg) {
-      let bucket = buckets.get(conn);
-      if (!bucket) buckets.set(conn, (bucket = new TokenBucket(CHAT_RATE, CHAT_BURST, now)));
-      if (!bucket.take(now)) {
-        conn.send(featureError('rate_limited', `at most ${CHAT_RATE} chat messages per second`, 'chat.send'));
-        return;
-      }
+      // the rate (3 lines a second per person across sockets and nodes) is the gateway's: admission/PersonRates.ts
       const { id, name, role } = conn.person;
       const frame = JSON.stringify({ type: 'chat', id: randomBase62(12), from: { id, name, role }, text: msg.text, at: new Date(now).toISOString() });
       gateway.broadcast(conn.lessonId, frame);

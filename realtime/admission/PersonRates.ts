@@ -1,0 +1,78 @@
+import type { Redis } from '../../src/redis.js';
+import { RateLimiter } from '../../src/lib/rateLimiter.js';
+import type { ClientConnection } from '../ClientConnection.js';
+import { featureError } from '../features/frames.js';
+
+/** A budget of one message type per person, shared by every socket of the person on every node. */
+export interface PersonRate {
+  /** messages per second, sustained */
+  rate: number;
+  /** at most this many at once */
+  burst: number;
+  /** what the sender gets for a message over the budget (the message is dropped) */
+  refuse(conn: ClientConnection, msg: any): void;
+}
+
+/**
+ * Rates of message types counted per person across sockets and nodes (chat
+ * lines, board operations): the same GCRA Lua script in Redis as the partner
+ * API's limit (src/lib/rateLimiter.ts, key `rl:p:<type>:<lesson>:<person>`),
+ * so ten sockets of one link on three nodes share one budget. If Redis is
+ * unreachable the limiter keeps the budget in this process (fail open, per
+ * node).
+ *
+ * A gated message waits for its decision (one Redis call while the person is
+ * quiet, a reserved batch while busy); the messages of one connection are
+ * decided in the order they arrived, so board operations keep their order.
+ */
+export class PersonRates {
+  private readonly limiters = new Map<string, { rate: PersonRate; limiter: RateLimiter }>();
+  private readonly queues = new WeakMap<ClientConnection, Promise<void>>();
+
+  constructor(redis: Redis, rates: Record<string, PersonRate>, onRedisError?: (err: unknown) => void) {
+    for (const [type, rate] of Object.entries(rates)) {
+      this.limiters.set(type, { rate, limiter: new RateLimiter(redis, rate.burst, (rate.burst / rate.rate) * 1000, { onRedisError }) });
+    }
+  }
+
+  gated(type: string): boolean {
+    return this.limiters.has(type);
+  }
+
+  /** Runs `handle` once the person's budget for `type` allows the message, in the connection's arrival order; refuses it otherwise. */
+  admit(conn: ClientConnection, type: string, msg: unknown, handle: () => void): void {
+    const l = this.limiters.get(type)!;
+    const key = `p:${type}:${conn.lessonId}:${conn.person.id}`;
+    const decision = l.limiter.take(key);
+    const prev = this.queues.get(conn) ?? Promise.resolve();
+    const next = prev.then(async () => {
+      const d = await decision.catch(() => ({ allowed: true }));
+      if (conn.state !== 'present') return;
+      if (d.allowed) handle();
+      else l.rate.refuse(conn, msg);
+    }).catch(() => undefined); // handle reports its own failures; the queue must go on
+    this.queues.set(conn, next);
+  }
+}
+
+/**
+ * The per-person budgets of the gateway (docs/protocol.md, "Limits per person").
+ * Chat: 3 lines a second, bursts of 10 (a person typing never reaches it).
+ * Board operations: 20 a second, bursts of 60: the page sends at most one
+ * every 60 ms while drawing (about 17 a second) in chunks of 100 elements,
+ * and a paste or a resync after a reconnect sends a few dozen at once.
+ */
+export const PERSON_RATES: Record<string, PersonRate> = {
+  'chat.send': {
+    rate: 3,
+    burst: 10,
+    refuse: (conn) => conn.send(featureError('rate_limited', 'at most 3 chat messages per second', 'chat.send')),
+  },
+  'board.op': {
+    rate: 20,
+    burst: 60,
+    // `unavailable` ("nothing was applied; try again"): the board protocol's codes are a closed enum (src/board/errors.ts)
+    refuse: (conn, msg: { ref: string }) =>
+      conn.send(JSON.stringify({ type: 'board.reject', ref: msg.ref, code: 'unavailable', message: 'too many board operations: at most 20 a second per person; try again' })),
+  },
+};
