@@ -40,9 +40,10 @@ export interface PageStack {
 }
 
 /** Starts the gateway and Chromium for one test file; both close after it. */
-export async function startPageStack(): Promise<PageStack> {
+/** `env`: gateway settings for this file (e.g. a smaller socket cap). */
+export async function startPageStack(env: Record<string, string> = {}): Promise<PageStack> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
-  const gw = await startTestGateway({ env: { WEB_DIR: builtWeb(), BOARD_PREVIEW_DEBOUNCE_MS: '500' } });
+  const gw = await startTestGateway({ env: { WEB_DIR: builtWeb(), BOARD_PREVIEW_DEBOUNCE_MS: '500', ...env } });
   const origin = `http://127.0.0.1:${gw.port}`;
   const p = await partnerFactory(gw.deps.sql);
   mkdirSync(ARTIFACTS, { recursive: true });

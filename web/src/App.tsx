@@ -30,6 +30,7 @@ interface Welcome {
 const END_TEXT: Record<EndReason, [string, string]> = {
   expired: ['This link has expired', 'Ask your teacher or the platform for a new link to the lesson.'],
   removed: ['You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
+  replaced: ['The lesson is open in another window', 'You opened this lesson in more windows than it keeps at once, and this is the oldest. Continue here to use this window instead.'],
   archived: ['This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
   unreachable: ['Cannot reach the lesson', 'Check your connection and reload the page.'],
 };
@@ -205,6 +206,11 @@ export function App({ token }: { token: string }) {
         <div className="ended-card">
           <h1>{title}</h1>
           <p>{text}</p>
+          {conn.reason === 'replaced' && (
+            <button type="button" className="primary" onClick={() => location.reload()}>
+              Continue here
+            </button>
+          )}
         </div>
       </main>
     );

@@ -2,7 +2,8 @@
  * The page's socket to the gateway: `/ws?token=` on the page's own origin,
  * JSON text frames, automatic reconnection with jittered exponential backoff
  * (0.5 s doubling to 10 s). Close codes that mean "do not come back"
- * (docs/protocol.md: 4401 link expired/unknown, 4403 removed, 4410 archived)
+ * (docs/protocol.md: 4401 link expired/unknown, 4403 removed, 4409 replaced by a newer tab of the
+ * same person, 4410 archived)
  * end the connection for good and show an error view.
  */
 export type ConnState =
@@ -11,9 +12,11 @@ export type ConnState =
   | { kind: 'reconnecting'; attempt: number; inMs: number }
   | { kind: 'ended'; reason: EndReason };
 
-export type EndReason = 'expired' | 'removed' | 'archived' | 'unreachable';
+export type EndReason = 'expired' | 'removed' | 'replaced' | 'archived' | 'unreachable';
 
-const FINAL: Record<number, EndReason> = { 4401: 'expired', 4403: 'removed', 4410: 'archived' };
+// 4409: this person opened more tabs than the gateway keeps (GATEWAY_MAX_SOCKETS_PER_PERSON) and this
+// one is the oldest; reconnecting would close the newest in turn, so the tabs would take turns forever.
+const FINAL: Record<number, EndReason> = { 4401: 'expired', 4403: 'removed', 4409: 'replaced', 4410: 'archived' };
 /** Reconnection attempts that never opened before the page asks the server what is wrong (it reloads: the gateway then serves the error page). */
 const MAX_FAILED = 8;
 
