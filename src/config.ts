@@ -63,7 +63,7 @@ export const ConfigSchema = z.object({
   // Bounded preview rendering (docs/board.md, "Bounded rendering"): the maxima keep queue + timeout within 10 s
   BOARD_RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
   BOARD_RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(6000).default(5000),
-  BOARD_RENDER_MEMORY_MB: z.coerce.number().int().min(64).max(4096).default(256),
+  BOARD_RENDER_MEMORY_MB: z.coerce.number().int().min(64).max(4096).default(512),
   BOARD_RENDER_QUEUE_MS: z.coerce.number().int().min(0).max(4000).default(4000),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500),
   /** folder of the built participant page served by the gateway (default: dist/web of this checkout) */

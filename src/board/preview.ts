@@ -2,8 +2,9 @@ import type { Config } from '../config.js';
 import type { Sql } from '../db/index.js';
 import { AppError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
-import type { BoardHead } from './apply.js';
 import { RenderBusy, RenderPool } from './render/pool.js';
+
+export { previewPageId } from './render/page.js';
 
 export interface Preview {
   png: Buffer;
@@ -15,11 +16,11 @@ export interface Preview {
   approximate?: boolean;
 }
 
-export type RenderSettings = Pick<Config, 'BOARD_RENDER_CONCURRENCY' | 'BOARD_RENDER_TIMEOUT_MS' | 'BOARD_RENDER_MEMORY_MB' | 'BOARD_RENDER_QUEUE_MS'>;
+export type RenderSettings = Pick<Config, 'DATABASE_URL' | 'BOARD_RENDER_CONCURRENCY' | 'BOARD_RENDER_TIMEOUT_MS' | 'BOARD_RENDER_MEMORY_MB' | 'BOARD_RENDER_QUEUE_MS'>;
 
 /** The process's render pool for these settings (shared by the API's reads and the gateway's background renders). */
 export function renderPool(c: RenderSettings): RenderPool {
-  return RenderPool.shared({ concurrency: c.BOARD_RENDER_CONCURRENCY, timeoutMs: c.BOARD_RENDER_TIMEOUT_MS, memoryMb: c.BOARD_RENDER_MEMORY_MB, queueMs: c.BOARD_RENDER_QUEUE_MS });
+  return RenderPool.shared({ concurrency: c.BOARD_RENDER_CONCURRENCY, timeoutMs: c.BOARD_RENDER_TIMEOUT_MS, memoryMb: c.BOARD_RENDER_MEMORY_MB, queueMs: c.BOARD_RENDER_QUEUE_MS, databaseUrl: c.DATABASE_URL });
 }
 
 /**
@@ -28,12 +29,10 @@ export function renderPool(c: RenderSettings): RenderPool {
  */
 export function previewUnavailable(err: unknown, retryAfterSeconds: number): AppError {
   const why = err instanceof RenderBusy ? 'The preview renderer is busy' : 'The preview could not be rendered within its limits';
-  return new AppError(503, 'unavailable', `${why}; try again later`, undefined, { 'Retry-After': String(retryAfterSeconds) });
-}
-
-/** The page a preview shows: the pinned page, else the first. */
-export function previewPageId(head: Pick<BoardHead, 'pages' | 'pinned_page_id'>): string {
-  return head.pinned_page_id ?? head.pages[0].id;
+  const e = new AppError(503, 'unavailable', `${why}; try again later`, undefined, { 'Retry-After': String(retryAfterSeconds) });
+  // what stopped it, for the logs (the partner is told only that it can retry)
+  e.cause = err;
+  return e;
 }
 
 /**
@@ -82,25 +81,16 @@ export class PreviewService {
     if (row.p_seq !== null && row.p_seq >= row.seq) {
       return { png: row.png!, seq: row.p_seq, page_id: row.page_id!, rendered_at: row.rendered_at! };
     }
-    // Head and elements from one snapshot, so the picture is exactly board state `seq`.
-    // The elements come as one JSON text that only the render child parses.
-    const { seq, pageId, elements } = await this.sql.begin('isolation level repeatable read read only', async (tx) => {
-      const [head] = await tx<(Pick<BoardHead, 'pages' | 'pinned_page_id'> & { seq: number })[]>`
-        SELECT seq, pages, pinned_page_id FROM boards WHERE lesson_id = ${lessonId}`;
-      const pageId = previewPageId(head);
-      const [els] = await tx<{ elements: string }[]>`
-        SELECT coalesce(json_agg(data ORDER BY z, element_id), '[]')::text AS elements
-        FROM board_elements WHERE lesson_id = ${lessonId} AND page_id = ${pageId} AND NOT deleted`;
-      return { seq: head.seq, pageId, elements: els.elements };
-    });
+    // The render child reads the page itself (render/page.ts): a large page never reaches this process.
     const t0 = performance.now();
     let rendered;
     try {
-      rendered = await this.pool.render(elements, this.width, { background });
+      rendered = await this.pool.render(lessonId, this.width, { background });
     } catch (err) {
       throw previewUnavailable(err, Math.ceil((this.settings.BOARD_RENDER_QUEUE_MS + this.settings.BOARD_RENDER_TIMEOUT_MS) / 1000));
     }
-    const { png, approximate } = rendered;
+    if (!rendered) return null;
+    const { seq, pageId, png, approximate } = rendered;
     const renderMs = Math.round(performance.now() - t0);
     const at = this.clock.now();
     // Two renderers may race (two nodes, or a node and the API): the newer seq wins.

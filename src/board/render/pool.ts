@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { RenderReply, RenderRequest } from './worker.js';
 
@@ -13,6 +14,8 @@ export interface RenderLimits {
   memoryMb: number;
   /** a render not started after waiting this long is refused (RenderBusy) */
   queueMs: number;
+  /** the children read the pages themselves (worker.ts) */
+  databaseUrl: string;
 }
 
 /** The queue is full or the wait was too long: try again later (the API answers 503 with Retry-After). */
@@ -21,20 +24,28 @@ export class RenderBusy extends Error {}
 export class RenderFailed extends Error {}
 
 export interface RenderResult {
+  /** board seq and page the picture shows */
+  seq: number;
+  pageId: string;
   png: Buffer;
   approximate: boolean;
 }
 
 interface Job {
-  elements: string;
+  lessonId: string;
   width: number;
   background: boolean;
-  resolve: (r: RenderResult) => void;
+  resolve: (r: RenderResult | null) => void;
   reject: (e: Error) => void;
+  /** what every caller asking for this page while it waits gets */
+  shared: Promise<RenderResult | null>;
   timer?: NodeJS.Timeout;
 }
 
 const WATCH_MS = 50;
+/** a child that is not ready this long after its start is killed (tsx compiles the sources on a test's first start) */
+const STARTUP_MS = 15_000;
+const RENDER_NICE = 10;
 const PAGE = 4096;
 
 /** Resident memory of a process in MB, from /proc (null where there is none). */
@@ -63,6 +74,8 @@ function workerEntry(): { file: string; execArgv: string[] } {
  */
 class Slot {
   private child: ChildProcess | null = null;
+  /** settles when the child has loaded its modules */
+  private ready: Promise<void> = Promise.resolve();
   private seq = 0;
   busy = false;
 
@@ -75,23 +88,54 @@ class Slot {
       execArgv: [...execArgv, `--max-old-space-size=${Math.max(32, Math.floor(this.limits.memoryMb / 2))}`],
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      env: { ...process.env, RENDER_DATABASE_URL: this.limits.databaseUrl },
     });
+    this.ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new RenderFailed(`the render process did not start within ${STARTUP_MS} ms`));
+      }, STARTUP_MS);
+      const onMessage = (m: { ready?: boolean }) => {
+        if (!m.ready) return;
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        resolve();
+      };
+      child.on('message', onMessage);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        reject(new RenderFailed('the render process exited while starting'));
+      });
+    });
+    this.ready.catch(() => undefined);
     child.on('error', () => undefined);
+    // background work: the lessons served by this process go first when the cores are busy
+    try {
+      if (child.pid) setPriority(child.pid, RENDER_NICE);
+    } catch {
+      /* not permitted here: renders run at normal priority */
+    }
     child.once('exit', () => {
       if (this.child === child) this.child = null;
     });
     return child;
   }
 
-  run(job: Job): Promise<RenderResult> {
+  async run(job: Job): Promise<RenderResult | null> {
     this.busy = true;
     const child = (this.child ??= this.spawn());
     child.ref();
     (child.channel as { ref?: () => void } | undefined)?.ref?.();
+    try {
+      await this.ready;
+    } catch (err) {
+      this.busy = false;
+      throw err;
+    }
     const id = ++this.seq;
-    return new Promise<RenderResult>((resolve, reject) => {
+    return new Promise<RenderResult | null>((resolve, reject) => {
       let settled = false;
-      const done = (err: Error | null, result?: RenderResult) => {
+      const done = (err: Error | null, result?: RenderResult | null) => {
         if (settled) return;
         settled = true;
         clearTimeout(timeout);
@@ -104,12 +148,13 @@ class Slot {
         (child.channel as { unref?: () => void } | undefined)?.unref?.();
         this.busy = false;
         if (err) reject(err);
-        else resolve(result!);
+        else resolve(result ?? null);
       };
       const onMessage = (m: RenderReply) => {
         if (m.id !== id) return;
         if ('error' in m) done(new RenderFailed(`render failed: ${m.error}`));
-        else done(null, { png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), approximate: m.approximate });
+        else if ('missing' in m) done(null, null);
+        else done(null, { seq: m.seq, pageId: m.pageId, png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), approximate: m.approximate });
       };
       const onExit = (code: number | null, signal: string | null) => done(new RenderFailed(`render process exited (${signal ?? code})`));
       const timeout = setTimeout(() => done(new RenderFailed(`render took longer than ${this.limits.timeoutMs} ms`)), this.limits.timeoutMs);
@@ -119,7 +164,7 @@ class Slot {
       }, WATCH_MS);
       child.on('message', onMessage);
       child.once('exit', onExit);
-      const req: RenderRequest = { id, elements: job.elements, width: job.width };
+      const req: RenderRequest = { id, lessonId: job.lessonId, width: job.width };
       child.send(req, (err) => err && done(new RenderFailed(`render process unreachable: ${err.message}`)));
     });
   }
@@ -154,21 +199,47 @@ export class RenderPool {
     this.slots = Array.from({ length: limits.concurrency }, () => new Slot(limits));
   }
 
-  /** Renders a page (`elements`: its JSON array in stacking order); rejects with RenderBusy or RenderFailed. */
-  render(elements: string, width: number, opts: { background?: boolean } = {}): Promise<RenderResult> {
-    return new Promise((resolve, reject) => {
-      const job: Job = { elements, width, background: opts.background ?? false, resolve, reject };
-      // reads go before every waiting background render
-      const at = job.background ? this.queue.length : this.queue.findIndex((j) => j.background);
-      this.queue.splice(at === -1 ? this.queue.length : at, 0, job);
-      job.timer = setTimeout(() => {
-        const i = this.queue.indexOf(job);
-        if (i === -1) return;
-        this.queue.splice(i, 1);
-        reject(new RenderBusy(`no render slot within ${this.limits.queueMs} ms`));
-      }, this.limits.queueMs);
-      this.next();
+  /**
+   * Renders a lesson's preview page as the board is now; null when the lesson
+   * has no board. Rejects with RenderBusy or RenderFailed.
+   */
+  render(lessonId: string, width: number, opts: { background?: boolean } = {}): Promise<RenderResult | null> {
+    // a render of the same page still waiting will read the board when it starts: share it
+    const waiting = this.queue.find((j) => j.lessonId === lessonId && j.width === width);
+    if (waiting) {
+      if (waiting.background && !opts.background) this.promote(waiting);
+      return waiting.shared;
+    }
+    return this.enqueue(lessonId, width, opts.background ?? false).shared;
+  }
+
+  private promote(job: Job): void {
+    job.background = false;
+    this.queue.splice(this.queue.indexOf(job), 1);
+    const at = this.queue.findIndex((j) => j.background);
+    this.queue.splice(at === -1 ? this.queue.length : at, 0, job);
+  }
+
+  private enqueue(lessonId: string, width: number, background: boolean): Job {
+    let resolve!: Job['resolve'];
+    let reject!: Job['reject'];
+    const shared = new Promise<RenderResult | null>((res, rej) => {
+      resolve = res;
+      reject = rej;
     });
+    shared.catch(() => undefined);
+    const job: Job = { lessonId, width, background, resolve, reject, shared };
+    // reads go before every waiting background render
+    const at = background ? this.queue.length : this.queue.findIndex((j) => j.background);
+    this.queue.splice(at === -1 ? this.queue.length : at, 0, job);
+    job.timer = setTimeout(() => {
+      const i = this.queue.indexOf(job);
+      if (i === -1) return;
+      this.queue.splice(i, 1);
+      reject(new RenderBusy(`no render slot within ${this.limits.queueMs} ms`));
+    }, this.limits.queueMs);
+    this.next();
+    return job;
   }
 
   private next(): void {

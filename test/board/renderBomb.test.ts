@@ -1,0 +1,130 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Sql } from '../../src/db/index.js';
+import type { BoardElement } from '../../src/board/schema.js';
+import { makeDeps } from '../helpers/deps.js';
+import { freePort, spawnService } from '../helpers/process.js';
+import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
+import { join } from '../realtime/helpers/client.js';
+import { paintBomb, pointBomb, textBomb } from './bombs.js';
+import { rect } from './factories.js';
+
+/**
+ * The render bomb against a real service process (API and gateway in one, as
+ * `npm start` runs them): pages far beyond what the renderer could draw
+ * unbounded, previews asked for three times at once plus the gateway's
+ * background render, while another lesson's cursors are timed. A watchdog
+ * kills the process tree at 1 GB, so the unbounded renderer fails this test
+ * in seconds instead of eating the machine (docs/reliability.md, "Attacks").
+ */
+const GB = 1024 ** 3;
+const deps = makeDeps();
+afterAll(() => deps.close());
+
+/** Writes a page straight into the board tables: setting up 16 MB through the rules would take a minute. */
+async function plant(sql: Sql, lessonId: string, elements: BoardElement[]): Promise<void> {
+  await sql`
+    INSERT INTO boards (lesson_id, seq, pages, live_elements, live_bytes, first_content_seq)
+    VALUES (${lessonId}, 1, ${sql.json([{ id: 'page-1', name: 'Page 1' }])}, ${elements.length}, 0, 1)`;
+  for (let i = 0; i < elements.length; i += 200) {
+    const rows = elements.slice(i, i + 200).map((e) => ({ lesson_id: lessonId, element_id: e.id, page_id: e.page_id, z: e.z, data: sql.json(e as never), bytes: 0, deleted: false, updated_seq: 1 }));
+    await sql`INSERT INTO board_elements ${sql(rows)}`;
+  }
+}
+
+/** Resident bytes of a process and all its descendants (Linux /proc). */
+function treeRss(pid: number): number {
+  let total = 0;
+  try {
+    total += Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096;
+    for (const tid of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean)) total += treeRss(Number(tid));
+  } catch {
+    /* exited meanwhile */
+  }
+  return total;
+}
+
+describe('the render bomb', () => {
+  it('keeps the process under 1 GB and another lesson under 100 ms p99 while it renders; every preview read answers within 10 s', { timeout: 90_000 }, async () => {
+    const text = await lessonWithLinks(deps.sql);
+    const paint = await lessonWithLinks(deps.sql);
+    const calm = await lessonWithLinks(deps.sql);
+    // the issue's page (1,614 texts of 10,000 characters: 16 MB), and 8,000 hatched, dashed, translucent
+    // rectangles covering the page under 50 pen strokes of 4,000 zig-zag points
+    await plant(deps.sql, text.lesson.id, textBomb(1614));
+    await plant(deps.sql, paint.lesson.id, [...paintBomb(8000), ...pointBomb(50)]);
+
+    const [apiPort, gwPort] = [await freePort(), await freePort()];
+    const svc = await spawnService(
+      { ROLES: 'api,gateway', API_PORT: String(apiPort), GATEWAY_PORT: String(gwPort), BOARD_PREVIEW_DEBOUNCE_MS: '0', BOARD_PREVIEW_MIN_INTERVAL_MS: '0', LOG_LEVEL: 'warn' },
+      `http://127.0.0.1:${gwPort}/readyz`,
+    );
+    const pid = svc.child.pid!;
+    // warm-up: the render child's first start compiles the TypeScript sources (tsx); built, it starts in ~0.1 s
+    await plant(deps.sql, calm.lesson.id, [rect('r1')]);
+    const warm = await fetch(`http://127.0.0.1:${apiPort}/api/partner/v1/lessons/${calm.lesson.id}/preview`, { headers: { authorization: `Bearer ${calm.apiKey}` } });
+    expect(warm.status).toBe(200);
+    let peak = 0;
+    let killed = false;
+    const watchdog = setInterval(() => {
+      const rss = treeRss(pid);
+      peak = Math.max(peak, rss);
+      if (rss > GB && !killed) {
+        killed = true;
+        void svc.stop('SIGKILL');
+      }
+    }, 50);
+    try {
+      const ws = (token: string) => `ws://127.0.0.1:${gwPort}/ws?token=${encodeURIComponent(token)}`;
+      const sender = await join(ws(await calm.link('t1', { role: 'teacher' })));
+      const receiver = await join(ws(await calm.link('s1')));
+      const sentAt = new Map<number, number>();
+      const latencies: number[] = [];
+      receiver.ws.on('message', (d) => {
+        const m = JSON.parse(d.toString()) as { type: string; x: number };
+        const t0 = m.type === 'cursor' ? sentAt.get(m.x) : undefined;
+        if (t0 !== undefined) latencies.push(performance.now() - t0);
+      });
+      let i = 0;
+      const ticker = setInterval(() => {
+        sentAt.set(++i, performance.now());
+        sender.send({ type: 'cursor', x: i, y: 0 });
+      }, 20);
+
+      // a student adds one element to each bombed lesson: the gateway's background render starts at once
+      const drawer = await join(ws(await text.link('s2')));
+      drawer.send({ type: 'board.op', ref: 'r1', op: { type: 'element.add', elements: [rect('extra', { z: 'zzzz' })] } });
+      const preview = async (f: typeof text) => {
+        const t0 = performance.now();
+        const res = await fetch(`http://127.0.0.1:${apiPort}/api/partner/v1/lessons/${f.lesson.id}/preview`, { headers: { authorization: `Bearer ${f.apiKey}` } });
+        const body = Buffer.from(await res.arrayBuffer());
+        return { status: res.status, ms: performance.now() - t0, retryAfter: res.headers.get('retry-after'), body };
+      };
+      const reads = await Promise.all([preview(text), preview(text), preview(text), preview(paint), preview(paint)]);
+      await new Promise((r) => setTimeout(r, 1000));
+      clearInterval(ticker);
+      await new Promise((r) => setTimeout(r, 200));
+      await Promise.all([sender.close(), receiver.close(), drawer.close()]);
+
+      expect(killed, `the process tree passed 1 GB (peak ${Math.round(peak / 2 ** 20)} MB)`).toBe(false);
+      expect(peak).toBeLessThan(GB);
+      for (const r of reads) {
+        expect(r.ms).toBeLessThan(10_000);
+        if (r.status === 503) expect(Number(r.retryAfter)).toBeGreaterThan(0);
+        else expect(r.status, r.body.toString().slice(0, 200)).toBe(200);
+      }
+      // at least one picture of each page was drawn
+      expect(reads.slice(0, 3).some((r) => r.status === 200)).toBe(true);
+      expect(reads.slice(3).some((r) => r.status === 200)).toBe(true);
+      latencies.sort((a, b) => a - b);
+      expect(latencies.length).toBeGreaterThan(i * 0.9);
+      const p99 = latencies[Math.floor(latencies.length * 0.99)];
+      console.log(`slowest: ${latencies.slice(-6).map((l) => l.toFixed(0)).join(" ")}`);
+      console.log(`render bomb: peak RSS ${Math.round(peak / 2 ** 20)} MB, reads ${reads.map((r) => `${r.status} ${Math.round(r.ms)} ms`).join(', ')}, cursor p50 ${latencies[latencies.length >> 1].toFixed(1)} ms p99 ${p99.toFixed(1)} ms of ${latencies.length}`);
+      expect(p99).toBeLessThan(100);
+    } finally {
+      clearInterval(watchdog);
+      await svc.stop('SIGKILL');
+    }
+  });
+});
