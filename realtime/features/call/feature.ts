@@ -6,6 +6,7 @@ import { defineMessage } from '../../protocol/registry.js';
 import { featureError } from '../frames.js';
 import type { LessonHub } from '../hub.js';
 import { mediaStateFrame, type MediaStates } from './media.js';
+import { LessonPeople } from './people.js';
 
 /** Person ids are 16 base64url characters (realtime/Gateway.ts publicPersonId). */
 export const PERSON_ID = /^[A-Za-z0-9_-]{16}$/;
@@ -27,6 +28,13 @@ export function callAllowed(conn: ClientConnection, type: string): boolean {
  */
 export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): GatewayFeature {
   const log = deps.log.child({ component: 'call' });
+  const people = new LessonPeople(deps);
+  const queues = new WeakMap<ClientConnection, Promise<void>>();
+  const inOrder = (conn: ClientConnection, work: () => Promise<void>): Promise<void> => {
+    const next = (queues.get(conn) ?? Promise.resolve()).then(work);
+    queues.set(conn, next.catch(() => undefined));
+    return next;
+  };
 
   const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice'>(type: T) =>
     defineMessage({
@@ -40,7 +48,11 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
           return;
         }
         const frame = type === 'rtc.ice' ? { type, from: conn.person.id, candidate: msg.candidate } : { type, from: conn.person.id, sdp: msg.sdp };
-        hub.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
+        // the presence check is asynchronous: a socket's signals still leave in the order they came
+        return inOrder(conn, async () => {
+          if (!(await people.has(conn.lessonId, msg.to))) conn.send(featureError('not_found', 'no such participant in this lesson', type));
+          else hub.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
+        });
       },
     });
 
