@@ -81,6 +81,14 @@ export const ConfigSchema = z.object({
     })
     .pipe(z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() })))
     .default([]),
+  // TURN REST credentials (coturn use-auth-secret): per participant, docs/board.md "Video call"
+  TURN_URLS: csv.pipe(z.array(z.string().regex(/^turns?:/, 'each URL must start with turn: or turns:'))).default([]),
+  TURN_SECRET: z.string().min(16, 'at least 16 characters').optional(),
+  TURN_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(43_200),
+}).superRefine((c, ctx) => {
+  if ((c.TURN_URLS.length > 0) !== (c.TURN_SECRET !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['TURN_SECRET'], message: 'TURN_URLS and TURN_SECRET are set together' });
+  }
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -7,6 +7,7 @@ import { featureError } from '../frames.js';
 import type { LessonHub } from '../hub.js';
 import { mediaStateFrame, type MediaStates } from './media.js';
 import { LessonPeople } from './people.js';
+import { iceServersFor } from './turn.js';
 
 /** Person ids are 16 base64url characters (realtime/Gateway.ts publicPersonId). */
 export const PERSON_ID = /^[A-Za-z0-9_-]{16}$/;
@@ -78,7 +79,7 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
       } catch (err) {
         log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'media state unavailable');
       }
-      return { ice_servers: deps.config.ICE_SERVERS, media: states };
+      return { ice_servers: iceServersFor(deps.config, conn.person.id, conn.link.expires_at, deps.clock.now()), media: states };
     },
     async onClosed({ conn, gateway, personLeft }) {
       if (!personLeft || conn.link.lesson_mode !== 'full') return;
