@@ -38,6 +38,12 @@ describe('the render budget (RENDER_BUDGET)', () => {
     expect(glyphs(out.svg)).toBeLessThan(200);
   });
 
+  it('escapes text, so a participant cannot inject markup (an <image> reading a file) into the SVG', () => {
+    const out = renderPageSvg([text('t', '</tspan></text><image href="file:///etc/passwd" width="9" height="9"/><text>&amp;', { font_size: 10 })], { outputWidth: 800 });
+    expect(out.svg).not.toContain('<image');
+    expect(out.svg).toContain('&lt;image href=&quot;file:///etc/passwd&quot;');
+  });
+
   it('thins pen points to the point budget and leaves out what paints more than the paint budget', () => {
     const strokes = renderPageSvg(pointBomb(400), { outputWidth: 800 });
     expect(strokes.approximate).toBe(true);

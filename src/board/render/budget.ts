@@ -12,16 +12,17 @@
  *   per line ("greeking"), as thumbnails of dense documents usually are;
  * - pen and line points are thinned evenly when the page has more than `points`;
  * - elements are admitted from the top of the stack down while their painted
- *   area (fill plus stroke, in output pixels) fits in `paintCanvases` pictures'
- *   worth of pixels; the ones below are left out;
+ *   area (fill plus stroke, in output pixels; a stroke's length also costs
+ *   `strokeEdgePx` a pixel) fits in `paintCanvases` pictures' worth of
+ *   pixels; the ones below are left out;
  * - dashes shorter than `minDashPx`, or more than `dashesPerElement` of them,
  *   are drawn as a solid stroke.
  */
 export const RENDER_BUDGET = {
   /** characters drawn as glyphs in one render */
-  glyphs: 20_000,
+  glyphs: 12_000,
   /** what each text element drawn as glyphs costs besides its characters (resvg prepares its font per element) */
-  glyphsPerTextElement: 40,
+  glyphsPerTextElement: 20,
   /** text smaller than this (output pixels) is greeked */
   minGlyphPx: 3,
   /** elements drawn in one render (each is parsed and painted on its own) */
@@ -30,6 +31,8 @@ export const RENDER_BUDGET = {
   points: 150_000,
   /** pixels painted in one render, in multiples of the picture's own area */
   paintCanvases: 40,
+  /** what a pixel of stroke length costs besides the stroke's area, in fill pixels (anti-aliased edges, joins) */
+  strokeEdgePx: 15,
   minDashPx: 3,
   dashesPerElement: 2_000,
 } as const;

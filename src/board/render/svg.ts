@@ -92,10 +92,15 @@ interface DrawCtx {
 
 const B = RENDER_BUDGET;
 
-/** Output pixels painted by a stroke of `length` scene units (at least one pixel wide). */
+/**
+ * What a stroke of `length` scene units costs, in fill pixels: its area, plus
+ * RENDER_BUDGET.strokeEdgePx per pixel of length for the anti-aliased edges
+ * and joins resvg computes along it (measured: a thin stroke costs resvg about
+ * 16 times a fill of the same area).
+ */
 function strokePaint(el: BoardElement, length: number, ctx: DrawCtx): number {
   if (el.style.stroke === 'transparent') return 0;
-  return length * ctx.scale * Math.max(1, el.style.stroke_width * ctx.scale);
+  return length * ctx.scale * (Math.max(1, el.style.stroke_width * ctx.scale) + B.strokeEdgePx);
 }
 
 /**
