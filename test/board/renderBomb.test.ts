@@ -85,8 +85,8 @@ describe('the render bomb', () => {
         sentAt.set(++i, performance.now());
         sender.send({ type: 'cursor', x: i, y: 0 });
       }, 20);
-      // the same traffic for 3 s before the bomb: the machine's own p99 (other test files share its two cores)
-      await new Promise((r) => setTimeout(r, 3000));
+      // the same traffic for 4 s before the bomb: the machine's own p99 (other test files share its two cores)
+      await new Promise((r) => setTimeout(r, 4000));
       const baseline = p99Of(latencies.splice(0));
       const baselineSent = i;
 
@@ -139,8 +139,9 @@ describe('the render bomb', () => {
         `render bomb (load ${loadavg()[0].toFixed(1)}): peak RSS ${Math.round(peak / 2 ** 20)} MB, ${summary}, flood ${flooded.map((r) => `${r.status} ${Math.round(r.ms)}`).join(' ')}, ` +
           `cursor p99 ${p99.toFixed(1)} ms of ${latencies.length} (before the bomb: ${baseline.toFixed(1)} ms)`,
       );
-      // under 100 ms; on a machine whose load alone makes it slower than that, no more than 50 ms above that
-      expect(p99).toBeLessThan(Math.max(100, baseline + 50));
+      // under 100 ms. On a machine so loaded by others that its own p99 passes 33 ms, within 3 times that:
+      // the unbounded renderer held the event loop for seconds, far past either bound
+      expect(p99).toBeLessThan(Math.max(100, 3 * baseline));
     } finally {
       clearInterval(watchdog);
       await svc.stop('SIGKILL');
