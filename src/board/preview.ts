@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Sql } from '../db/index.js';
 import { AppError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
-import { RenderBusy, RenderPool } from './render/pool.js';
+import { RenderBusy, RenderFailed, RenderPool } from './render/pool.js';
 
 export { previewPageId } from './render/page.js';
 
@@ -28,9 +28,12 @@ export function renderPool(c: RenderSettings): RenderPool {
  * limit: 503 `unavailable` with Retry-After (docs/api-decisions.md).
  */
 export function previewUnavailable(err: unknown, retryAfterSeconds: number): AppError {
-  const why = err instanceof RenderBusy ? 'The preview renderer is busy' : 'The preview could not be rendered within its limits';
+  const why =
+    err instanceof RenderBusy
+      ? 'The preview renderer is busy'
+      : `The preview could not be rendered within its limits (${err instanceof RenderFailed ? err.reason : 'failed'})`;
   const e = new AppError(503, 'unavailable', `${why}; try again later`, undefined, { 'Retry-After': String(retryAfterSeconds) });
-  // what stopped it, for the logs (the partner is told only that it can retry)
+  // the whole story, for whoever logs it (the message tells the partner only which limit, in a word)
   e.cause = err;
   return e;
 }

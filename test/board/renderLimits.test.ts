@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RENDER_BUDGET } from '../../src/board/render/budget.js';
-import { RenderBusy, RenderFailed, RenderPool, type RenderLimits } from '../../src/board/render/pool.js';
+import { RenderBusy, RenderPool, type RenderLimits } from '../../src/board/render/pool.js';
 import { renderPageSvg } from '../../src/board/render/svg.js';
 import { startTestApi } from '../helpers/api.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
@@ -65,7 +65,7 @@ describe('the render pool', () => {
     const t0 = Date.now();
     const res = await api.request('GET', `/lessons/${f.lesson.id}/preview`, { key: f.apiKey });
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ detail: { code: 'unavailable', message: expect.stringContaining('limits') } });
+    expect(res.body).toEqual({ detail: { code: 'unavailable', message: expect.stringContaining('within its limits (time)') } });
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(Date.now() - t0).toBeLessThan(10_000);
   });
@@ -75,7 +75,7 @@ describe('the render pool', () => {
     await plant(api.deps.sql, f.lesson.id, textBomb(400));
     const pool = new RenderPool(limits({ memoryMb: 64 }));
     try {
-      await expect(pool.render(f.lesson.id, 800)).rejects.toThrow(new RenderFailed('render used more than 64 MB'));
+      await expect(pool.render(f.lesson.id, 800)).rejects.toMatchObject({ message: 'render used more than 64 MB', reason: 'memory' });
     } finally {
       pool.close();
     }

@@ -20,8 +20,16 @@ export interface RenderLimits {
 
 /** The queue is full or the wait was too long: try again later (the API answers 503 with Retry-After). */
 export class RenderBusy extends Error {}
-/** The render was killed (time or memory limit) or its process died. */
-export class RenderFailed extends Error {}
+/** The render was killed (time or memory limit) or its process failed. */
+export class RenderFailed extends Error {
+  constructor(
+    message: string,
+    /** what stopped it, in a word (safe to tell a partner) */
+    readonly reason: 'time' | 'memory' | 'failed',
+  ) {
+    super(message);
+  }
+}
 
 export interface RenderResult {
   /** board seq and page the picture shows */
@@ -93,7 +101,7 @@ class Slot {
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
-        reject(new RenderFailed(`the render process did not start within ${STARTUP_MS} ms`));
+        reject(new RenderFailed(`the render process did not start within ${STARTUP_MS} ms`, 'time'));
       }, STARTUP_MS);
       const onMessage = (m: { ready?: boolean }) => {
         if (!m.ready) return;
@@ -104,7 +112,7 @@ class Slot {
       child.on('message', onMessage);
       child.once('exit', () => {
         clearTimeout(timer);
-        reject(new RenderFailed('the render process exited while starting'));
+        reject(new RenderFailed('the render process exited while starting', 'failed'));
       });
     });
     this.ready.catch(() => undefined);
@@ -152,20 +160,20 @@ class Slot {
       };
       const onMessage = (m: RenderReply) => {
         if (m.id !== id) return;
-        if ('error' in m) done(new RenderFailed(`render failed: ${m.error}`));
+        if ('error' in m) done(new RenderFailed(`render failed: ${m.error}`, 'failed'));
         else if ('missing' in m) done(null, null);
         else done(null, { seq: m.seq, pageId: m.pageId, png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), approximate: m.approximate });
       };
-      const onExit = (code: number | null, signal: string | null) => done(new RenderFailed(`render process exited (${signal ?? code})`));
-      const timeout = setTimeout(() => done(new RenderFailed(`render took longer than ${this.limits.timeoutMs} ms`)), this.limits.timeoutMs);
+      const onExit = (code: number | null, signal: string | null) => done(new RenderFailed(`render process exited (${signal ?? code})`, 'failed'));
+      const timeout = setTimeout(() => done(new RenderFailed(`render took longer than ${this.limits.timeoutMs} ms`, 'time')), this.limits.timeoutMs);
       const watch = setInterval(() => {
         const mb = child.pid ? rssMb(child.pid) : null;
-        if (mb !== null && mb > this.limits.memoryMb) done(new RenderFailed(`render used more than ${this.limits.memoryMb} MB`));
+        if (mb !== null && mb > this.limits.memoryMb) done(new RenderFailed(`render used more than ${this.limits.memoryMb} MB`, 'memory'));
       }, WATCH_MS);
       child.on('message', onMessage);
       child.once('exit', onExit);
       const req: RenderRequest = { id, lessonId: job.lessonId, width: job.width };
-      child.send(req, (err) => err && done(new RenderFailed(`render process unreachable: ${err.message}`)));
+      child.send(req, (err) => err && done(new RenderFailed(`render process unreachable: ${err.message}`, 'failed')));
     });
   }
 
