@@ -5,7 +5,7 @@ import { renderPageSvg } from '../../src/board/render/svg.js';
 import { startTestApi } from '../helpers/api.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 import { paintBomb, plant, pointBomb, textBomb } from './bombs.js';
-import { busyPage, rect, text } from './factories.js';
+import { busyPage, rect, stroke, text } from './factories.js';
 
 const api = await startTestApi({ env: { BOARD_RENDER_TIMEOUT_MS: '100' } });
 
@@ -36,6 +36,17 @@ describe('the render budget (RENDER_BUDGET)', () => {
     const out = renderPageSvg([text('t', line, { font_size: 100, width: 10 })], { outputWidth: 800 });
     expect(out.approximate).toBe(true);
     expect(glyphs(out.svg)).toBeLessThan(200);
+  });
+
+  it('draws a stroke solid when its dashes would be finer than 3 px or more than 2,000', () => {
+    const zigzag = Array.from({ length: 400 }, (_, k) => [(k % 2) * 500, k] as [number, number]);
+    const dashed = { stroke: '#000000', fill: 'transparent', stroke_width: 2, stroke_style: 'dashed', fill_style: 'solid', opacity: 100 };
+    const long = renderPageSvg([stroke('z', 2, { points: zigzag, style: dashed })], { outputWidth: 800 });
+    expect(long.svg).toContain('<path'); // drawn, not left out
+    expect(long.svg).not.toContain('stroke-dasharray');
+    expect(long.approximate).toBe(true);
+    const short = renderPageSvg([stroke('s', 2, { points: [[0, 0], [300, 0]], style: dashed })], { outputWidth: 800 });
+    expect(short.svg).toContain('stroke-dasharray');
   });
 
   it('escapes text, so a participant cannot inject markup (an <image> reading a file) into the SVG', () => {
