@@ -69,6 +69,11 @@ export const ConfigSchema = z.object({
   BOARD_PREVIEW_DEBOUNCE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
   BOARD_PREVIEW_MIN_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   BOARD_PREVIEW_WIDTH: z.coerce.number().int().min(64).max(2048).default(800),
+  // Bounded preview rendering (docs/board.md, "Bounded rendering"): the maxima keep queue + timeout within 10 s
+  BOARD_RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
+  BOARD_RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(6000).default(5000),
+  BOARD_RENDER_MEMORY_MB: z.coerce.number().int().min(64).max(4096).default(512),
+  BOARD_RENDER_QUEUE_MS: z.coerce.number().int().min(0).max(4000).default(4000),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500),
   /** folder of the built participant page served by the gateway (default: dist/web of this checkout) */
   WEB_DIR: z.string().min(1).optional(),
@@ -85,6 +90,14 @@ export const ConfigSchema = z.object({
     })
     .pipe(z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() })))
     .default([]),
+  // TURN REST credentials (coturn use-auth-secret): per participant, docs/board.md "Video call"
+  TURN_URLS: csv.pipe(z.array(z.string().regex(/^turns?:/, 'each URL must start with turn: or turns:'))).default([]),
+  TURN_SECRET: z.string().min(16, 'at least 16 characters').optional(),
+  TURN_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(43_200),
+}).superRefine((c, ctx) => {
+  if ((c.TURN_URLS.length > 0) !== (c.TURN_SECRET !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['TURN_SECRET'], message: 'TURN_URLS and TURN_SECRET are set together' });
+  }
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -1,5 +1,5 @@
 import { boardError } from './errors.js';
-import { BOARD_LIMITS as L } from './limits.js';
+import { BOARD_LIMITS as L, textSurcharge } from './limits.js';
 import type { BoardElement, BoardOp, BoardPage } from './schema.js';
 
 /** Who sends an operation: the rules differ for teachers and students. */
@@ -104,7 +104,7 @@ export class BoardWork {
           if (!this.page(el.page_id)) throw boardError('not_found', `page ${el.page_id} does not exist`);
           const b = elementBytes(el);
           if (b > L.bytesPerElement) throw boardError('too_large', `element ${el.id} is larger than ${L.bytesPerElement} bytes`);
-          bytes += b;
+          bytes += b + textSurcharge(el);
         }
         this.requirePinnedPage(actor, op.elements.map((e) => e.page_id));
         this.requireRoom(op.elements.length, bytes);
@@ -123,7 +123,7 @@ export class BoardWork {
           const b = elementBytes(el);
           if (b > L.bytesPerElement) throw boardError('too_large', `element ${el.id} is larger than ${L.bytesPerElement} bytes`);
           this.requirePinnedPage(actor, [cur.page_id, el.page_id]);
-          bytes += b - cur.bytes;
+          bytes += b + textSurcharge(el) - cur.bytes;
           kept.push(el);
         }
         if (!kept.length) return null;
@@ -180,13 +180,13 @@ export class BoardWork {
       throw boardError('board_full', `a board holds at most ${L.elementsPerBoard} elements`);
     }
     if (this.head.live_bytes + addBytes > L.bytesPerBoard) {
-      throw boardError('board_full', `a board holds at most ${L.bytesPerBoard} bytes of elements`);
+      throw boardError('board_full', `a board holds at most ${L.bytesPerBoard} bytes of elements (a character of text counts ${L.textWeight})`);
     }
   }
 
   private put(el: BoardElement, seq: number): void {
     const prev = this.live(el.id);
-    const bytes = elementBytes(el);
+    const bytes = elementBytes(el) + textSurcharge(el);
     this.head.live_bytes += bytes - (prev?.bytes ?? 0);
     if (!prev) this.head.live_elements += 1;
     this.elements.set(el.id, { page_id: el.page_id, deleted: false, bytes });

@@ -1,3 +1,5 @@
+import type { BoardElement } from './schema.js';
+
 /**
  * Size limits of the board (docs/board.md, "Limits"). They keep one lesson from
  * exhausting a gateway's memory, Postgres or the preview renderer, while being
@@ -9,8 +11,16 @@ export const BOARD_LIMITS = {
   elementsPerOp: 100,
   /** live elements on one board */
   elementsPerBoard: 20_000,
-  /** bytes of element JSON on one board (live elements) */
+  /** bytes of element JSON on one board (live elements), text weighted (textWeight) */
   bytesPerBoard: 16 * 1024 * 1024,
+  /**
+   * A character of text (a text element's text, a formula's LaTeX, a vector's
+   * label) counts this many bytes against bytesPerBoard: a board holds at most
+   * 1 M characters of text (~300 printed pages), far above a lesson's, while
+   * strokes keep the full 16 MB. Text is what makes a page costly to lay out
+   * and draw (the preview, every participant's page), not its bytes on disk.
+   */
+  textWeight: 16,
   /** bytes of one element's JSON */
   bytesPerElement: 96 * 1024,
   /** points of a freehand stroke */
@@ -32,3 +42,14 @@ export const BOARD_LIMITS = {
   /** width/height bound of one element */
   size: 100_000,
 } as const;
+
+/** Characters of text an element carries (what BOARD_LIMITS.textWeight weighs). */
+function textChars(el: BoardElement): number {
+  if (el.type === 'text') return el.text.length;
+  if (el.type === 'formula') return el.latex.length;
+  if (el.type === 'vector') return el.label.length + el.unit.length;
+  return 0;
+}
+
+/** What an element costs against bytesPerBoard beyond its JSON bytes: its text, weighted. */
+export const textSurcharge = (el: BoardElement): number => (BOARD_LIMITS.textWeight - 1) * textChars(el);

@@ -90,7 +90,7 @@ export class BoardService {
       onFailure: (err, lessons, attempts) =>
         this.log.error({ err: (err as Error).message, code: (err as { code?: string }).code, lessons, attempts }, 'board commit failed: operations refused as unavailable'),
     });
-    this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth);
+    this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth, deps.config);
     this.sub = deps.redis.duplicate();
     this.sub.on('error', (err) => this.log.warn({ err: err.message }, 'board relay: redis error'));
     this.sub.on('message', (channel: string, message: string) => this.onRelay(channel, message));

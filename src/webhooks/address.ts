@@ -122,11 +122,12 @@ export async function checkWebhookUrl(raw: string, policy: AddressPolicy): Promi
     }
     if (addresses.length === 0) throw new AddressRejected('the host name does not resolve');
   }
-  if (!allowed) {
-    for (const a of addresses) {
-      const problem = addressProblem(a);
-      if (problem) throw new AddressRejected(problem);
-    }
+  // (a literal was checked by parseWebhookUrl.) The message names the rule,
+  // never the resolved address nor its range: it would tell anyone with an API
+  // key what an internal name resolves to (an oracle for mapping the network),
+  // at PUT /webhook and in the attempts list.
+  if (!allowed && !literal && addresses.some((a) => addressProblem(a) !== null)) {
+    throw new AddressRejected('the host name resolves to an address that is not public');
   }
   // An IPv4-mapped answer is refused above; for allowed hosts connect to the IPv4 form.
   const first = ipaddr.process(addresses[0]).toString();

@@ -31,6 +31,8 @@ describe('configuration', () => {
       WEBHOOK_SECRET_KEYS: '(empty)',
       WEB_DIR: '`dist/web` of the checkout',
       ICE_SERVERS: '`[]`',
+      TURN_URLS: '(empty)',
+      TURN_SECRET: '(empty)',
     };
     for (const key of Object.keys(ConfigSchema.shape)) {
       const v = defaults[key];

@@ -109,7 +109,7 @@ describe('address rules (SSRF table, injected resolver)', () => {
   });
 
   it('checks every resolved address, not only the first', async () => {
-    await expect(checkWebhookUrl('https://mixed.example/', policy)).rejects.toThrow(/fd00::1/);
+    await expect(checkWebhookUrl('https://mixed.example/', policy)).rejects.toThrow(/resolves to an address that is not public/); // the first is public: the second was checked
   });
 
   it('never asks DNS about localhost names or literal addresses', async () => {
@@ -169,7 +169,7 @@ describe('address rules at PUT /webhook and at every attempt', () => {
     const p = await stack.partnerWithWebhook(`https://rebind.example:${rx.port}/`); // checked once: public
     const ev = await stack.record(p.partner.id);
     const [a] = await eventually(async () => { const l = await attemptsOf(stack.sql, ev.id); return l.length > 0 && l; });
-    expect(a.error).toMatch(/^address_rejected: 127\.0\.0\.1 is not a public address/);
+    expect(a.error).toBe('address_rejected: the host name resolves to an address that is not public');
     expect(a.address).toBeNull();
     expect(rx.requests).toHaveLength(0);
     await rx.close();

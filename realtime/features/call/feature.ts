@@ -7,6 +7,8 @@ import { featureError } from '../frames.js';
 import type { LessonHub } from '../hub.js';
 import { callId, SignalSchemas } from './connections.js';
 import { mediaStateFrame, type MediaStates } from './media.js';
+import { LessonPeople } from './people.js';
+import { iceServersFor } from './turn.js';
 
 /** Person ids are 16 base64url characters (realtime/Gateway.ts publicPersonId). */
 export const PERSON_ID = /^[A-Za-z0-9_-]{16}$/;
@@ -28,6 +30,13 @@ export function callAllowed(conn: ClientConnection, type: string): boolean {
  */
 export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): GatewayFeature {
   const log = deps.log.child({ component: 'call' });
+  const people = new LessonPeople(deps);
+  const queues = new WeakMap<ClientConnection, Promise<void>>();
+  const inOrder = (conn: ClientConnection, work: () => Promise<void>): Promise<void> => {
+    const next = (queues.get(conn) ?? Promise.resolve()).then(work);
+    queues.set(conn, next.catch(() => undefined));
+    return next;
+  };
 
   const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice' | 'rtc.hello'>(type: T) =>
     defineMessage({
@@ -45,7 +54,11 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
         }
         const from = { from: conn.person.id, from_conn: callId(conn), ...(msg.to_conn ? { to_conn: msg.to_conn } : {}) };
         const frame = type === 'rtc.ice' ? { type, ...from, candidate: msg.candidate } : type === 'rtc.hello' ? { type, ...from } : { type, ...from, sdp: msg.sdp };
-        hub.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
+        // the presence check is asynchronous: a socket's signals still leave in the order they came
+        return inOrder(conn, async () => {
+          if (!(await people.has(conn.lessonId, msg.to))) conn.send(featureError('not_found', 'no such participant in this lesson', type));
+          else hub.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
+        });
       },
     });
 
@@ -71,7 +84,7 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
       } catch (err) {
         log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'media state unavailable');
       }
-      return { ice_servers: deps.config.ICE_SERVERS, media: states, call_id: callId(conn) };
+      return { ice_servers: iceServersFor(deps.config, conn.person.id, conn.link.expires_at, deps.clock.now()), media: states, call_id: callId(conn) };
     },
     async onClosed({ conn, gateway, personLeft }) {
       if (conn.link.lesson_mode !== 'full') return;

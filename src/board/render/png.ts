@@ -62,15 +62,19 @@ export interface RenderedPng {
   png: Buffer;
   width: number;
   height: number;
+  /** RENDER_BUDGET simplified or left something out */
+  approximate: boolean;
 }
 
 /**
- * Renders one page's elements to a PNG `width` pixels wide. resvg runs on the
- * libuv thread pool (renderAsync), so a large page does not stall the process.
+ * Renders one page's elements to a PNG `width` pixels wide, within
+ * RENDER_BUDGET (budget.ts). The service calls it only in a render child
+ * process (RenderPool): a render's time and memory are then limited and
+ * cannot touch the process serving lessons.
  */
 export async function renderPagePng(elements: BoardElement[], width: number): Promise<RenderedPng> {
   fonts ??= fontSet();
-  const { svg } = renderPageSvg(elements, { outputWidth: width });
+  const { svg, approximate } = renderPageSvg(elements, { outputWidth: width });
   const out = await renderAsync(svg, {
     fitTo: { mode: 'width', value: width },
     background: '#ffffff',
@@ -84,5 +88,5 @@ export async function renderPagePng(elements: BoardElement[], width: number): Pr
     },
     logLevel: 'off',
   });
-  return { png: out.asPng(), width: out.width, height: out.height };
+  return { png: out.asPng(), width: out.width, height: out.height, approximate };
 }

@@ -1,4 +1,5 @@
 import type { BoardElement } from '../schema.js';
+import { RENDER_BUDGET, RenderBudget } from './budget.js';
 import { latexToText } from './latex.js';
 
 /**
@@ -12,6 +13,8 @@ export interface PageSvg {
   svg: string;
   width: number;
   height: number;
+  /** a budget simplified or left something out (RENDER_BUDGET) */
+  approximate: boolean;
 }
 
 // Generic families only: png.ts maps them to the fonts it loaded.
@@ -73,9 +76,46 @@ function rotatedBox(el: BoardElement): Box {
   return { minX: Math.min(...xs) - pad, minY: Math.min(...ys) - pad, maxX: Math.max(...xs) + pad, maxY: Math.max(...ys) + pad };
 }
 
-function strokeAttrs(el: BoardElement): string {
+/** What drawing one element needs to know about the whole render. */
+interface DrawCtx {
+  patterns: Set<string>;
+  /** pen points closer than this (scene units) are merged */
+  tolerance: number;
+  /** output pixels per scene unit */
+  scale: number;
+  /** every `stride`-th pen or line point is kept (RENDER_BUDGET.points) */
+  stride: number;
+  budget: RenderBudget;
+  /** the farthest a point of the picture is from (x, y), in scene units: text beyond it cannot show */
+  reach: (x: number, y: number) => number;
+}
+
+const B = RENDER_BUDGET;
+
+/**
+ * What a stroke of `length` scene units costs, in fill pixels: its area, plus
+ * RENDER_BUDGET.strokeEdgePx per pixel of length for the anti-aliased edges
+ * and joins resvg computes along it (measured: a thin stroke costs resvg about
+ * 16 times a fill of the same area).
+ */
+function strokePaint(el: BoardElement, length: number, ctx: DrawCtx): number {
+  if (el.style.stroke === 'transparent') return 0;
+  return length * ctx.scale * (Math.max(1, el.style.stroke_width * ctx.scale) + B.strokeEdgePx);
+}
+
+/**
+ * Stroke attributes. A dash pattern finer than RENDER_BUDGET.minDashPx, or one
+ * that would cut the stroke into more than dashesPerElement dashes, is drawn
+ * solid: it would not show on the thumbnail, and resvg builds every dash.
+ */
+function strokeAttrs(el: BoardElement, ctx: DrawCtx, length: number): string {
   const s = el.style;
-  const dash = s.stroke_style === 'dashed' ? ` stroke-dasharray="${n(s.stroke_width * 4)} ${n(s.stroke_width * 3)}"` : s.stroke_style === 'dotted' ? ` stroke-dasharray="${n(s.stroke_width)} ${n(s.stroke_width * 2.5)}"` : '';
+  const [on, off] = s.stroke_style === 'dashed' ? [4, 3] : s.stroke_style === 'dotted' ? [1, 2.5] : [0, 0];
+  const onPx = on * s.stroke_width * ctx.scale;
+  const dashes = on ? length / ((on + off) * s.stroke_width) : 0;
+  const dashed = on > 0 && onPx >= B.minDashPx && dashes <= B.dashesPerElement;
+  if (on > 0 && !dashed) ctx.budget.approximate = true;
+  const dash = dashed ? ` stroke-dasharray="${n(s.stroke_width * on)} ${n(s.stroke_width * off)}"` : '';
   return `stroke="${s.stroke === 'transparent' ? 'none' : s.stroke}" stroke-width="${n(s.stroke_width)}" stroke-linecap="round" stroke-linejoin="round"${dash}`;
 }
 
@@ -88,6 +128,12 @@ function fillAttr(el: BoardElement, patterns: Set<string>): string {
   return `fill="url(#${id})"`;
 }
 
+/** Output pixels painted by a shape's fill (patterns cost about twice a plain fill). */
+function fillPaint(el: BoardElement, area: number, ctx: DrawCtx): number {
+  if (el.style.fill === 'transparent') return 0;
+  return area * ctx.scale * ctx.scale * (el.style.fill_style === 'solid' ? 1 : 2);
+}
+
 function arrowhead(kind: string, tip: [number, number], from: [number, number], size: number): string {
   if (kind === 'none') return '';
   const ang = Math.atan2(tip[1] - from[1], tip[0] - from[0]);
@@ -96,6 +142,21 @@ function arrowhead(kind: string, tip: [number, number], from: [number, number], 
   if (kind === 'bar') return `<polyline fill="none" points="${p(Math.PI / 2, size / 2)} ${p(-Math.PI / 2, size / 2)}"/>`;
   if (kind === 'triangle') return `<polygon points="${n(tip[0])},${n(tip[1])} ${p(0.45, size)} ${p(-0.45, size)}"/>`;
   return `<polyline fill="none" points="${p(0.45, size)} ${n(tip[0])},${n(tip[1])} ${p(-0.45, size)}"/>`;
+}
+
+/** Every `stride`-th point, always with the last (RENDER_BUDGET.points). */
+function thin<T>(points: T[], stride: number): T[] {
+  if (stride <= 1) return points;
+  const out: T[] = [];
+  for (let i = 0; i < points.length - 1; i += stride) out.push(points[i]);
+  out.push(points[points.length - 1]);
+  return out;
+}
+
+function pathLength(points: number[][]): number {
+  let len = 0;
+  for (let i = 1; i < points.length; i++) len += Math.hypot(points[i][0] - points[i - 1][0], points[i][1] - points[i - 1][1]);
+  return len;
 }
 
 /**
@@ -127,58 +188,126 @@ function freehandPath(all: number[][], tolerance: number): string {
   return parts.join('');
 }
 
+/** Drops a high surrogate left alone at the end by a cut. */
+function cut(s: string, chars: number): string {
+  if (s.length <= chars) return s;
+  const c = s.charCodeAt(chars - 1);
+  return s.slice(0, c >= 0xd800 && c <= 0xdbff ? chars - 1 : chars);
+}
+
+/**
+ * The lines of a text that can show inside the picture: a line further than
+ * the picture reaches from the text's origin, or a character past that
+ * distance (no glyph is narrower than 0.2 em), cannot be seen whatever the
+ * rotation, so it is not handed to resvg.
+ */
+function visibleLines(text: string, x: number, y: number, size: number, ctx: DrawCtx): string[] {
+  const reach = ctx.reach(x, y) / size;
+  const maxLines = Math.ceil(reach / LINE_HEIGHT) + 1;
+  const maxChars = Math.ceil(reach / 0.2) + 1;
+  const lines = text.split('\n', maxLines);
+  if (lines.length === maxLines && text.split('\n', maxLines + 1).length > maxLines) ctx.budget.approximate = true;
+  return lines.map((l) => {
+    if (l.length > maxChars) ctx.budget.approximate = true;
+    return cut(l, maxChars);
+  });
+}
+
+/**
+ * Text as glyphs while the glyph budget lasts and the glyphs are big enough
+ * to read; otherwise one bar per line, a third as thick as the font and about
+ * as long as the text (0.5 em a character). Null when even that does not fit.
+ */
+function textSvg(lines: string[], x: number, y: number, size: number, anchor: string, family: string, italic: boolean, color: string, ctx: DrawCtx): string | null {
+  const chars = lines.reduce((a, l) => a + l.length, 0);
+  const sizePx = size * ctx.scale;
+  const glyphs = sizePx >= B.minGlyphPx && ctx.budget.takeGlyphs(chars + B.glyphsPerTextElement);
+  if (glyphs) {
+    if (!ctx.budget.takePaint(chars * sizePx * sizePx * 0.6)) return null;
+    const style = italic ? ' font-style="italic"' : '';
+    return `<text x="${n(x)}" y="${n(y)}" font-family="${family}"${style} font-size="${n(size)}" text-anchor="${anchor}" fill="${color}">${textLines(x, lines, size)}</text>`;
+  }
+  if (sizePx >= B.minGlyphPx) ctx.budget.approximate = true;
+  const bars: string[] = [];
+  let paint = 0;
+  lines.forEach((l, i) => {
+    const len = l.trim().length * size * 0.5;
+    if (!len) return;
+    const x0 = anchor === 'middle' ? x - len / 2 : anchor === 'end' ? x - len : x;
+    bars.push(`M${n(x0)} ${n(y + size * 0.65 + i * size * LINE_HEIGHT)}h${n(len)}`);
+    paint += len * ctx.scale * Math.max(1, (size / 3) * ctx.scale);
+  });
+  if (!bars.length) return '';
+  if (!ctx.budget.takePoints(bars.length * 2) || !ctx.budget.takePaint(paint)) return null;
+  return `<path d="${bars.join('')}" stroke="${color}" stroke-opacity="0.35" stroke-width="${n(size / 3)}" fill="none"/>`;
+}
+
 function textLines(x: number, lines: string[], size: number): string {
   return lines.map((l, i) => `<tspan x="${n(x)}" dy="${i === 0 ? n(size) : n(size * LINE_HEIGHT)}">${esc(l) || ' '}</tspan>`).join('');
 }
 
-function elementSvg(el: BoardElement, patterns: Set<string>, tolerance: number): string {
+/** One element as SVG, or null when the render's budget has no room for it. */
+function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
   const b = localBox(el);
   const rot = el.angle ? ` transform="rotate(${n((el.angle * 180) / Math.PI)} ${n((b.minX + b.maxX) / 2)} ${n((b.minY + b.maxY) / 2)})"` : '';
-  const op = el.style.opacity < 100 ? ` opacity="${el.style.opacity / 100}"` : '';
-  const g = (inner: string) => `<g${rot}${op}>${inner}</g>`;
-  const stroke = strokeAttrs(el);
+  // fill- and stroke-opacity rather than group opacity: group opacity makes
+  // resvg paint the group on a layer of its own, one per element
+  const op = el.style.opacity < 100 ? ` fill-opacity="${el.style.opacity / 100}" stroke-opacity="${el.style.opacity / 100}"` : '';
+  const g = (inner: string | null) => (inner === null ? null : `<g${rot}${op}>${inner}</g>`);
   switch (el.type) {
-    case 'freehand': {
-      const pts = el.points.map((p) => [el.x + p[0], el.y + p[1]]);
-      return g(`<path d="${freehandPath(pts, tolerance)}" fill="none" ${stroke}/>`);
-    }
-    case 'rectangle':
-      return g(`<rect x="${n(el.x)}" y="${n(el.y)}" width="${n(el.width)}" height="${n(el.height)}" rx="${n(Math.min(el.width, el.height) * 0.08)}" ${fillAttr(el, patterns)} ${stroke}/>`);
-    case 'ellipse':
-      return g(`<ellipse cx="${n(el.x + el.width / 2)}" cy="${n(el.y + el.height / 2)}" rx="${n(el.width / 2)}" ry="${n(el.height / 2)}" ${fillAttr(el, patterns)} ${stroke}/>`);
-    case 'diamond': {
-      const { x, y, width: w, height: h } = el;
-      return g(`<polygon points="${n(x + w / 2)},${n(y)} ${n(x + w)},${n(y + h / 2)} ${n(x + w / 2)},${n(y + h)} ${n(x)},${n(y + h / 2)}" ${fillAttr(el, patterns)} ${stroke}/>`);
-    }
+    case 'freehand':
     case 'line':
     case 'arrow': {
-      const pts = el.points.map((p) => [el.x + p[0], el.y + p[1]] as [number, number]);
+      const pts = thin(el.points, ctx.stride).map((p) => [el.x + p[0], el.y + p[1]] as [number, number]);
+      if (pts.length < el.points.length) ctx.budget.approximate = true;
+      const length = pathLength(pts);
+      if (!ctx.budget.takePoints(pts.length) || !ctx.budget.takePaint(strokePaint(el, length, ctx))) return null;
+      const stroke = strokeAttrs(el, ctx, length);
+      if (el.type === 'freehand') return g(`<path d="${freehandPath(pts, ctx.tolerance)}" fill="none" ${stroke}/>`);
+      if (pts.length < 2) pts.push(pts[0]);
       const size = Math.max(10, el.style.stroke_width * 5);
       const heads =
         arrowhead(el.end_arrowhead, pts[pts.length - 1], pts[pts.length - 2], size) + arrowhead(el.start_arrowhead, pts[0], pts[1], size);
       return g(`<polyline points="${pts.map((p) => `${n(p[0])},${n(p[1])}`).join(' ')}" fill="none" ${stroke}/><g fill="${el.style.stroke}" ${stroke}>${heads}</g>`);
     }
+    case 'rectangle':
+    case 'ellipse':
+    case 'diamond': {
+      const { x, y, width: w, height: h } = el;
+      const perimeter = 2 * (w + h);
+      if (!ctx.budget.takePaint(fillPaint(el, w * h, ctx) + strokePaint(el, perimeter, ctx))) return null;
+      const fill = fillAttr(el, ctx.patterns);
+      const stroke = strokeAttrs(el, ctx, perimeter);
+      if (el.type === 'rectangle') return g(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" rx="${n(Math.min(w, h) * 0.08)}" ${fill} ${stroke}/>`);
+      if (el.type === 'ellipse') return g(`<ellipse cx="${n(x + w / 2)}" cy="${n(y + h / 2)}" rx="${n(w / 2)}" ry="${n(h / 2)}" ${fill} ${stroke}/>`);
+      return g(`<polygon points="${n(x + w / 2)},${n(y)} ${n(x + w)},${n(y + h / 2)} ${n(x + w / 2)},${n(y + h)} ${n(x)},${n(y + h / 2)}" ${fill} ${stroke}/>`);
+    }
     case 'text': {
       const anchor = el.align === 'center' ? 'middle' : el.align === 'right' ? 'end' : 'start';
       const tx = el.align === 'center' ? el.x + el.width / 2 : el.align === 'right' ? el.x + el.width : el.x;
-      return g(`<text x="${n(tx)}" y="${n(el.y)}" font-family="${FONTS[el.font_family]}" font-size="${n(el.font_size)}" text-anchor="${anchor}" fill="${el.style.stroke}">${textLines(tx, el.text.split('\n'), el.font_size)}</text>`);
+      const lines = visibleLines(el.text, tx, el.y, el.font_size, ctx);
+      return g(textSvg(lines, tx, el.y, el.font_size, anchor, FONTS[el.font_family], false, el.style.stroke, ctx));
     }
     case 'formula': {
-      const text = latexToText(el.latex);
-      return g(`<text x="${n(el.x)}" y="${n(el.y)}" font-family="${FONTS.math}" font-style="italic" font-size="${n(el.font_size)}" fill="${el.style.stroke}">${textLines(el.x, [text], el.font_size)}</text>`);
+      const lines = visibleLines(latexToText(el.latex), el.x, el.y, el.font_size, ctx).slice(0, 1);
+      return g(textSvg(lines, el.x, el.y, el.font_size, 'start', FONTS.math, true, el.style.stroke, ctx));
     }
     case 'vector': {
       const tip: [number, number] = [el.x + el.dx, el.y + el.dy];
       const size = Math.max(10, el.style.stroke_width * 5);
+      const length = Math.hypot(el.dx, el.dy);
+      if (!ctx.budget.takePaint(strokePaint(el, length + size * 2, ctx))) return null;
+      const stroke = strokeAttrs(el, ctx, length);
       const label = [el.label, el.magnitude !== null ? `${el.magnitude}${el.unit ? ` ${el.unit}` : ''}` : ''].filter(Boolean).join(' = ');
-      const len = Math.hypot(el.dx, el.dy) || 1;
+      const len = length || 1;
       // the label sits beside the middle of the arrow, on its left-hand side
       const lx = el.x + el.dx / 2 + (el.dy / len) * 14;
       const ly = el.y + el.dy / 2 - (el.dx / len) * 14;
+      const text = label ? textSvg([label], lx, ly - 18, 18, 'middle', FONTS.math, true, el.style.stroke, ctx) : '';
       return g(
         `<line x1="${n(el.x)}" y1="${n(el.y)}" x2="${n(tip[0])}" y2="${n(tip[1])}" ${stroke}/>` +
           `<g fill="${el.style.stroke}" ${stroke}>${arrowhead('triangle', tip, [el.x, el.y], size)}</g>` +
-          (label ? `<text x="${n(lx)}" y="${n(ly)}" font-family="${FONTS.math}" font-style="italic" font-size="18" text-anchor="middle" fill="${el.style.stroke}">${esc(label)}</text>` : ''),
+          (text ?? ''),
       );
     }
   }
@@ -197,7 +326,9 @@ function patternDefs(patterns: Set<string>): string {
 /**
  * Renders elements (one page, stacking order) to an SVG that fits them with
  * a margin, at least `minSize` scene units wide and tall so a single dot does
- * not fill the thumbnail.
+ * not fill the thumbnail. What it draws stays within RENDER_BUDGET (budget.ts):
+ * elements are admitted from the top of the stack down, so what a budget
+ * leaves out is what lies underneath.
  */
 export function renderPageSvg(
   elements: BoardElement[],
@@ -223,13 +354,32 @@ export function renderPageSvg(
   // 0.8 of an output pixel, in scene units
   const tolerance = opts.outputWidth ? (0.8 * width) / opts.outputWidth : 0;
   unit = tolerance >= 0.5 ? 1 : 10;
-  const patterns = new Set<string>();
-  const body = elements.map((el) => elementSvg(el, patterns, tolerance));
+  const scale = opts.outputWidth ? opts.outputWidth / width : 1;
+  const budget = new RenderBudget(width * scale * height * scale);
+  let points = 0;
+  for (const el of elements) if ('points' in el) points += el.points.length;
+  const corners = [[x0, y0], [x0 + width, y0], [x0, y0 + height], [x0 + width, y0 + height]];
+  const ctx: DrawCtx = {
+    patterns: new Set<string>(),
+    tolerance,
+    scale,
+    // pen and line points get at most 80 % of the point budget; the rest is for greeked text
+    stride: Math.max(1, Math.ceil(points / (RENDER_BUDGET.points * 0.8))),
+    budget,
+    reach: (x, y) => Math.max(...corners.map(([px, py]) => Math.hypot(px - x, py - y))),
+  };
+  const body: string[] = [];
+  for (let i = elements.length - 1; i >= 0 && body.length < RENDER_BUDGET.elements; i--) {
+    const svg = elementSvg(elements[i], ctx);
+    if (svg !== null) body.push(svg);
+  }
+  if (body.length < elements.length) budget.approximate = true;
+  body.reverse();
   const svg =
     `<svg xmlns="http://www.w3.org/2000/svg" width="${n(width)}" height="${n(height)}" viewBox="${n(x0)} ${n(y0)} ${n(width)} ${n(height)}">` +
-    `<defs>${patternDefs(patterns)}</defs>` +
+    `<defs>${patternDefs(ctx.patterns)}</defs>` +
     `<rect x="${n(x0)}" y="${n(y0)}" width="${n(width)}" height="${n(height)}" fill="${opts.background ?? '#ffffff'}"/>` +
     body.join('') +
     `</svg>`;
-  return { svg, width, height };
+  return { svg, width, height, approximate: budget.approximate };
 }

@@ -14,7 +14,7 @@ const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService
 function board(deps: Deps) {
   let s = services.get(deps);
   if (!s) {
-    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH) };
+    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH, deps.config) };
     services.set(deps, s);
   }
   return s;
@@ -52,13 +52,15 @@ export const boardRoutes = [
     summary: 'A PNG thumbnail of the board (the pinned page, else the first)',
     description:
       'Rendered on the server from the board state; never older than the board (a stale picture is rendered again on read). ' +
-      '404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match (RFC 9110: a list, weak comparison, `*`) answers 304.',
+      '404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match (RFC 9110: a list, weak comparison, `*`) answers 304. ' +
+      'A render is bounded: a page beyond its drawing budget gives an approximate picture; when the renderer is busy or a ' +
+      'render passes its time or memory limit, 503 unavailable with Retry-After, within 10 s.',
     params: LessonIdParams,
     responses: {
       200: { description: 'PNG image', contentType: 'image/png', headers: { ETag: 'board seq the picture shows' } },
       304: { description: 'Not modified (If-None-Match matched)' },
     },
-    errors: ['not_found', 'archived', 'no_preview'],
+    errors: ['not_found', 'archived', 'no_preview', 'unavailable'],
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
       const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);

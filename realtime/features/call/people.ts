@@ -1,0 +1,62 @@
+import type { Deps } from '../../../src/deps.js';
+import type { Presence } from '../../presence/Presence.js';
+import { RedisPresence } from '../../presence/RedisPresence.js';
+import { gatewayTiming } from '../../timing.js';
+
+/** How long a lesson's list of people answers "yes, X is here" before it is read again. */
+const FRESH_MS = 1000;
+/** Reads of one lesson's list start at least this far apart (a stream of unknown ids costs at most 10 reads a second). */
+const MIN_READ_GAP_MS = 100;
+const MAX_LESSONS = 10_000;
+
+interface Entry {
+  /** when the list was read (its read started) */
+  at: number;
+  ids: Set<string>;
+  /** the next read, and when it starts */
+  next?: Promise<Set<string>>;
+  nextAt: number;
+}
+
+/**
+ * Whether a person id is someone in the lesson, on any node: what `rtc.*`
+ * needs to answer `error` `not_found` for an unknown `to` (docs/board-protocol.md,
+ * "Video call"). Presence in Redis is the authority. A "yes" is served from a
+ * list read within the last second, so ICE candidates (dozens per call
+ * set-up) do not each cost a Redis script; a "no" is only ever answered from
+ * a read that started after the message arrived, so a person who has just
+ * joined is always found (reads of one lesson are at least 100 ms apart and
+ * shared by the messages waiting for them).
+ */
+export class LessonPeople {
+  private readonly lessons = new Map<string, Entry>();
+  private readonly presence: Presence;
+
+  constructor(deps: Deps, presence?: Presence) {
+    // a second reader of the gateway's presence keys (same namespace and timings), for `people` only
+    this.presence = presence ?? new RedisPresence(deps.redis, { ...gatewayTiming(deps.config), loadSeed: async () => undefined });
+  }
+
+  async has(lessonId: string, personId: string): Promise<boolean> {
+    const now = Date.now();
+    let e = this.lessons.get(lessonId);
+    if (!e) {
+      if (this.lessons.size >= MAX_LESSONS) this.lessons.delete(this.lessons.keys().next().value!);
+      e = { at: -Infinity, ids: new Set(), nextAt: -Infinity };
+      this.lessons.set(lessonId, e);
+    }
+    if (e.ids.has(personId) && now - e.at < FRESH_MS) return true;
+    if (!e.next || e.nextAt < now) {
+      const entry = e;
+      const at = Math.max(now, e.nextAt + MIN_READ_GAP_MS);
+      entry.nextAt = at;
+      entry.next = new Promise((r) => setTimeout(r, at - now)).then(async () => {
+        const { people } = await this.presence.people(lessonId);
+        entry.ids = new Set(people.map((p) => p.id));
+        entry.at = at;
+        return entry.ids;
+      });
+    }
+    return (await e.next!).has(personId);
+  }
+}

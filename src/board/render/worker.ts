@@ -1,0 +1,45 @@
+import { createSql, type Sql } from '../../db/index.js';
+import { readPreviewPage } from './page.js';
+import { renderPagePng } from './png.js';
+
+/**
+ * The render child process (started by RenderPool, pool.ts): reads a
+ * lesson's preview page from Postgres and renders it, one at a time, as asked
+ * over the IPC channel. Reading here too means a page of many megabytes costs
+ * the serving process nothing. It exits when the parent goes away.
+ */
+export interface RenderRequest {
+  id: number;
+  lessonId: string;
+  width: number;
+}
+
+export type RenderReply =
+  | { id: number; seq: number; pageId: string; png: Uint8Array; approximate: boolean }
+  | { id: number; missing: true }
+  | { id: number; error: string };
+
+const url = process.env.RENDER_DATABASE_URL;
+let sql: Sql | undefined;
+
+process.on('message', (req: RenderRequest) => {
+  void (async () => {
+    let reply: RenderReply;
+    try {
+      sql ??= createSql(url!, { max: 1, name: 'lessons-render' });
+      const page = await readPreviewPage(sql, req.lessonId);
+      if (!page) {
+        reply = { id: req.id, missing: true };
+      } else {
+        const out = await renderPagePng(page.elements, req.width);
+        reply = { id: req.id, seq: page.seq, pageId: page.pageId, png: out.png, approximate: out.approximate };
+      }
+    } catch (err) {
+      reply = { id: req.id, error: (err as Error).message };
+    }
+    process.send!(reply);
+  })();
+});
+process.on('disconnect', () => process.exit(0));
+// loaded (modules, and fonts on the first render): the pool starts its render timer from here
+process.send!({ ready: true });
