@@ -96,8 +96,11 @@ export const ServerMessages = {
   }),
   /** operations committed by others, in sequence order */
   'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
-  /** my operation was committed at `seq` (null: nothing was left to apply) */
-  'board.ack': z.object({ type: z.literal('board.ack'), ref, seq: z.number().int().positive().nullable() }),
+  /**
+   * my operation was committed at `seq` (null: nothing was left to apply);
+   * `skipped`: ids of its elements that lost to a newer version and were not applied
+   */
+  'board.ack': z.object({ type: z.literal('board.ack'), ref, seq: z.number().int().positive().nullable(), skipped: z.array(IdSchema).optional() }),
   'board.reject': z.object({ type: z.literal('board.reject'), ref, code: z.enum(BOARD_ERROR_CODES), message: z.string() }),
   /** the relay lost track: send board.sync with your seq */
   'board.resync': z.object({ type: z.literal('board.resync'), seq: z.number().int().min(0) }),
