@@ -162,7 +162,7 @@ async function apiParts(deps: Deps, board: BoardService, partner: Partner, get: 
     await fill(pv.id, handwritingPage(2000));
     const stale: number[] = [];
     for (let i = 0; i < Math.min(RUNS, 10); i++) {
-      await board.submit(pv.id, { type: 'element.update', elements: [{ ...handwritingPage(1)[0], x: i }] }, teacher);
+      await board.submit(pv.id, { type: 'element.update', elements: [{ ...handwritingPage(1)[0], x: i, version: i + 2 }] }, teacher);
       stale.push((await time(() => get(`/lessons/${pv.id}/preview`)))[0]);
     }
     const cached: number[] = [];
@@ -189,7 +189,7 @@ async function sequencing(deps: Deps, board: BoardService, partner: Partner): Pr
           const pts: [number, number][] = [];
           for (let step = 0; step < 12 && Date.now() < end; step++) {
             for (let j = 0; j < 5; j++) pts.push([pts.length * 2, Math.round(Math.sin(pts.length / 4) * 10)]);
-            const el = { ...handwritingPage(1)[0], id, x: who * 50, y: k * 30, points: [...pts] };
+            const el = { ...handwritingPage(1)[0], id, x: who * 50, y: k * 30, points: [...pts], version: step + 1 }; // each update a newer version
             const [t] = await time(() => board.submit(lesson.id, { type: step === 0 ? 'element.add' : 'element.update', elements: [el] }, teacher));
             acks.push(t);
             ops++;

@@ -18,7 +18,7 @@ const size = z.number().finite().min(0).max(L.size);
 const color = z.string().regex(/^(#[0-9a-fA-F]{6}|transparent)$/, 'colour: #rrggbb or transparent');
 const point = z.tuple([coord, coord]);
 /** freehand points may carry a pen pressure 0..1 as a third value */
-const penPoint = z.union([z.tuple([coord, coord]), z.tuple([coord, coord, z.number().min(0).max(1)])]);
+export const PenPointSchema = z.union([z.tuple([coord, coord]), z.tuple([coord, coord, z.number().min(0).max(1)])]);
 
 export const StyleSchema = z
   .object({
@@ -54,7 +54,7 @@ const base = {
 };
 
 export const FreehandSchema = z
-  .object({ ...base, type: z.literal('freehand'), points: z.array(penPoint).min(1).max(L.freehandPoints) })
+  .object({ ...base, type: z.literal('freehand'), points: z.array(PenPointSchema).min(1).max(L.freehandPoints) })
   .strict();
 export const ShapeSchema = z
   .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size })

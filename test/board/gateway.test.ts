@@ -247,6 +247,43 @@ describe('versions and locks', () => {
   });
 });
 
+describe('strokes in progress', () => {
+  it('relays board.stroke to the others in the lesson on every node (not the sender), with `by` from the link, and stores nothing', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s1 = await join(b.wsUrl(await f.link('s1')));
+    const other = await lesson();
+    const outsider = await join(b.wsUrl(await other.link('x')));
+    const head = (({ points: _p, ...h }) => h)(stroke('live', 3) as Extract<ReturnType<typeof stroke>, { type: 'freehand' }>);
+    t.send({ type: 'board.stroke', id: 'live', from: 0, points: [[0, 0], [1, 1]], head });
+    t.send({ type: 'board.stroke', id: 'live', from: 2, points: [[2, 3]] });
+    const first = await s1.waitFor((m) => m.type === 'board.stroke' && m.from === 0, 'first delta');
+    expect(ServerMessages['board.stroke'].parse(first)).toMatchObject({ id: 'live', by: t.of('welcome')[0].you.id, head: { page_id: 'page-1', type: 'freehand' } });
+    await s1.waitFor((m) => m.type === 'board.stroke' && m.from === 2, 'second delta');
+    // a bad delta is refused like any message, and nothing reached Postgres
+    t.send({ type: 'board.stroke', id: 'live', from: -1, points: [] });
+    await t.waitFor((m) => m.type === 'error', 'refusal');
+    const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM board_elements WHERE lesson_id = ${f.lesson.id}`;
+    expect(row.n).toBe(0);
+    expect(t.of('board.stroke')).toEqual([]);
+    expect(outsider.of('board.stroke')).toEqual([]);
+    await Promise.all([t.close(), s1.close(), outsider.close()]);
+  });
+
+  it('drops deltas over 20 a second (bursts of 40) from one connection', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s1 = await join(a.wsUrl(await f.link('s1')));
+    for (let i = 0; i < 100; i++) t.send({ type: 'board.stroke', id: 'fast', from: i, points: [[i, i]] });
+    await s1.waitFor((m) => m.type === 'board.stroke' && m.from >= 39, 'the burst');
+    await new Promise((r) => setTimeout(r, 300)); // anything more would have arrived by now
+    const n = s1.of('board.stroke').length;
+    expect(n).toBeGreaterThanOrEqual(40);
+    expect(n).toBeLessThan(50);
+    await Promise.all([t.close(), s1.close()]);
+  });
+});
+
 describe('subject modes', () => {
   it('tells every page the subject mode of its lesson, and formulas and vectors travel and are stored like any element', async () => {
     const { partner } = await partnerFactory(sql);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ARTIFACTS, clickAt, drawRect, drawStroke, goToPage, showsExactly, shownIds, startSession } from './session.js';
+import { ARTIFACTS, clickAt, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds, startSession } from './session.js';
 
 /**
  * The board's sync model as people use it (docs/board.md, "Sync model"): two
@@ -24,7 +24,11 @@ describe('the board in two browsers', () => {
     const a = await s.open(teacher.url);
     const b = await s.open(student.url);
     await a.getByRole('button', { name: 'Add page' }).click();
-    await b.locator('[data-testid=page-tab-1]').waitFor();
+    await a.locator('[data-testid=page-tab-1]').waitFor();
+    await b.locator('[data-testid=page-tab-1]').waitFor().catch(async (err) => {
+      await b.screenshot({ path: path.join(ARTIFACTS, 'sync-switches-no-tab.png') });
+      throw new Error(`${err}; student page errors: ${b.errors.join(' | ')}`);
+    });
     const drawn = [0, 0];
     for (let i = 0; i < 20; i++) {
       const who = i % 2 === 0 ? a : b;
@@ -116,4 +120,29 @@ describe('the board in two browsers', () => {
     await a.context().close();
     await b.context().close();
   }, 90_000);
+
+  it('shows a stroke to the other person while it is drawn, and stores it once, when the pen lifts', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    let ops = 0;
+    const a = await s.open(teacher.url, (pg) => pg.on('websocket', (ws) => ws.on('framesent', (f) => void (String(f.payload).startsWith('{"type":"board.op"') && ops++))));
+    const b = await s.open(student.url);
+    await a.locator('[data-testid="toolbar-freedraw"]').click({ force: true });
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await a.mouse.move(box.x + 350, box.y + 300);
+    await a.mouse.down();
+    for (let i = 1; i <= 60; i++) await a.mouse.move(box.x + 350 + i * 5, box.y + 300 + Math.sin(i / 6) * 60);
+    // the pen is still down: the student sees the stroke growing, nothing is stored yet
+    await showsExactly(b, 1);
+    await b.screenshot({ path: path.join(ARTIFACTS, 'sync-live-stroke-student.png') });
+    expect((await s.snapshot(lesson.id)).elements).toEqual([]);
+    expect(ops).toBe(0);
+    for (let i = 61; i <= 80; i++) await a.mouse.move(box.x + 350 + i * 5, box.y + 300 + Math.sin(i / 6) * 60);
+    await a.mouse.up();
+    await expect.poll(async () => (await s.snapshot(lesson.id)).elements.length, { timeout: 10_000 }).toBe(1);
+    expect(ops).toBe(1);
+    expect(await shown(b)).toBe(1);
+    expect(await shownIds(b)).toEqual(await shownIds(a));
+    await a.context().close();
+    await b.context().close();
+  }, 60_000);
 });

@@ -48,6 +48,11 @@ export function Board(props: {
           apiRef.current?.updateScene({ elements: elements as never, captureUpdate: CaptureUpdateAction.NEVER });
         },
         clearHistory: () => apiRef.current?.history.clear(),
+        drawing: () => {
+          const el = apiRef.current?.getAppState().newElement;
+          return el && el.type === 'freedraw' ? el.id : null;
+        },
+        now: () => performance.now(),
         send: (m) => props.send(m),
         changed: (v) => setView({ ...v }),
         notify: props.notify,
@@ -77,6 +82,7 @@ export function Board(props: {
         else if (msg.type === 'board.ack') sync.onAck(msg.ref, msg.seq, msg.skipped);
         else if (msg.type === 'board.reject') sync.onReject(msg.ref, msg.message);
         else if (msg.type === 'board.resync') sync.onResync();
+        else if (msg.type === 'board.stroke') sync.onStroke(msg);
       },
       connected: () => sync.connected(),
       disconnected: () => sync.disconnected(),

@@ -5,6 +5,9 @@ import { byteLength, fitElement, FRAME_OVERHEAD } from './fit.js';
 
 type StateMsg = Extract<ServerMessage, { type: 'board.state' }>;
 type OpsMsg = Extract<ServerMessage, { type: 'board.ops' }>;
+type StrokeMsg = Extract<ServerMessage, { type: 'board.stroke' }>;
+type Freehand = Extract<BoardElement, { type: 'freehand' }>;
+type StrokeOut = { type: 'board.stroke'; id: string; from: number; points: Freehand['points']; head?: Omit<Freehand, 'points'> };
 
 export interface SyncView {
   pages: BoardPage[];
@@ -21,7 +24,11 @@ export interface SyncHost {
   setScene(elements: readonly (ExEl | Partial<ExEl>)[], fresh: Set<string>): void;
   /** forgets the local undo history (another page is shown: its entries would act on elements not in the scene) */
   clearHistory(): void;
-  send(msg: { type: 'board.op'; ref: string; op: BoardOp } | { type: 'board.sync'; since: number }): boolean;
+  /** id of the freehand stroke the person is drawing right now, if any */
+  drawing(): string | null;
+  /** a clock in ms (stroke deltas and commits are paced by it) */
+  now(): number;
+  send(msg: { type: 'board.op'; ref: string; op: BoardOp } | { type: 'board.sync'; since: number } | StrokeOut): boolean;
   changed(view: SyncView): void;
   notify(text: string): void;
   roughness: number;
@@ -34,6 +41,23 @@ export interface SyncHost {
 type Change = { kind: 'put'; el: BoardElement } | { kind: 'del'; t: Tombstone; page: string };
 
 const CHUNK = 100;
+/**
+ * A stroke in progress (docs/board-protocol.md, "Strokes in progress"): its new
+ * points go to the others at most every STROKE_DELTA_MS as `board.stroke`
+ * (relayed, not stored); the stroke itself is committed once, when the pen
+ * lifts. 200 ms (5 a second) looks live to the others and keeps the frames' own
+ * overhead small next to the points. Decision: no periodic commit while the pen
+ * moves (the issue allows one every few seconds): a stroke in progress survives
+ * a lost connection in the outbox, only closing the tab mid-stroke loses it, and
+ * each periodic commit would resend the whole stroke so far (measured: +70% bytes
+ * for a 12 s stroke, docs/benchmarks.md).
+ */
+const STROKE_DELTA_MS = 200;
+/** ... and only once this many new points are waiting (or STROKE_DELTA_MAX_MS passed): a frame's own ~70 bytes stay small next to its points */
+const STROKE_DELTA_POINTS = 16;
+const STROKE_DELTA_MAX_MS = 500;
+/** another person's stroke in progress that stopped growing and was never committed disappears after this */
+const LIVE_TTL_MS = 5000;
 let refCounter = 0;
 const nextRef = () => `r${Date.now().toString(36)}${(refCounter++).toString(36)}`;
 const stamp = (v: { version: number; version_nonce: number }) => `${v.version}:${v.version_nonce}`;
@@ -77,6 +101,11 @@ export class BoardSync {
   private online = false;
   /** the first board.state was shown: before that the scene is not the board */
   private loaded = false;
+  /** my stroke in progress: points sent as deltas so far, when the last delta went */
+  private stroke: { id: string; sent: number; lastDelta: number } | null = null;
+  /** others' strokes in progress, shown until their commit arrives */
+  private live = new Map<string, { el: Freehand; at: number }>();
+  private liveTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly host: SyncHost) {}
 
@@ -115,6 +144,11 @@ export class BoardSync {
 
   onState(msg: StateMsg): void {
     this.syncing = false;
+    if (this.loaded && msg.seq < this.seq) {
+      // read before operations I applied meanwhile (the answer and the live stream cross): stale, ask again
+      this.requestSync();
+      return;
+    }
     if (msg.full) this.confirmed.clear();
     for (const id of msg.deleted_ids) this.confirmed.delete(id);
     for (const el of msg.elements) this.confirmed.set(el.id, el);
@@ -131,6 +165,7 @@ export class BoardSync {
   }
 
   onOps(msg: OpsMsg): void {
+    if (!this.loaded) return; // the first board.state covers them (or, if read before them, the next gap asks again)
     const page = this.page;
     for (const { seq, op } of msg.ops) {
       if (seq <= this.seq) continue;
@@ -149,7 +184,7 @@ export class BoardSync {
   onAck(ref: string, seq: number | null, skipped: string[] = []): void {
     const sent = this.inflight.get(ref);
     this.inflight.delete(ref);
-    if (seq !== null && seq > this.seq) {
+    if (seq !== null && seq > this.seq && this.loaded) {
       if (seq !== this.seq + 1) this.requestSync();
       else {
         this.seq = seq;
@@ -204,8 +239,12 @@ export class BoardSync {
       }
       const el = fromExcalidraw(ex, this.page);
       if (!el) continue;
-      const c = this.confirmed.get(el.id);
-      if (!mine && c && content(c) === content(el)) continue; // a version bump that changed nothing
+      // a version bump that changed nothing (e.g. the editor finishing a stroke it already has) is not sent
+      const last = mine ? (mine.kind === 'put' ? mine.el : null) : this.confirmed.get(el.id);
+      if (last && content(last) === content(el)) {
+        this.from.set(ex.id, stamp(last)); // the scene object shows that write: keep it on screen as is
+        continue;
+      }
       this.record({ kind: 'put', el });
     }
   }
@@ -229,20 +268,68 @@ export class BoardSync {
 
   private flush(): void {
     if (!this.online || this.syncing || !this.loaded || !this.outbox.size) return;
+    const held = this.streamStroke();
     const adds: Change[] = [];
     const updates: Change[] = [];
     const deletes: Change[] = [];
     for (const c of this.outbox.values()) {
       if (c.kind === 'del') deletes.push(c);
-      else (this.confirmed.has(c.el.id) ? updates : adds).push(c);
+      else if (c.el.id !== held) (this.confirmed.has(c.el.id) ? updates : adds).push(c);
     }
+    const keep = held ? this.outbox.get(held) : undefined;
     this.outbox.clear();
+    if (keep) this.outbox.set(held!, keep);
     this.sendElements('element.add', adds);
     this.sendElements('element.update', updates);
     for (let i = 0; i < deletes.length; i += CHUNK) {
       const chunk = deletes.slice(i, i + CHUNK);
       this.submitOp({ type: 'element.delete', elements: chunk.map((c) => (c as Extract<Change, { kind: 'del' }>).t) }, chunk);
     }
+  }
+
+  /**
+   * The stroke being drawn: sends its new points as a delta when one is due,
+   * and returns its id (it stays in the outbox until the pen lifts).
+   */
+  private streamStroke(): string | null {
+    const id = this.host.drawing();
+    const c = id ? this.outbox.get(id) : undefined;
+    if (!id || c?.kind !== 'put' || c.el.type !== 'freehand') {
+      this.stroke = null;
+      return null;
+    }
+    const now = this.host.now();
+    if (this.stroke?.id !== id) this.stroke = { id, sent: 0, lastDelta: -Infinity };
+    const st = this.stroke;
+    const waiting = c.el.points.length - st.sent;
+    const since = now - st.lastDelta;
+    if (waiting > 0 && since >= STROKE_DELTA_MS && (waiting >= STROKE_DELTA_POINTS || since >= STROKE_DELTA_MAX_MS || st.sent === 0)) {
+      const { points, ...head } = c.el;
+      for (let from = st.sent; from < points.length; from += 500) {
+        this.host.send({ type: 'board.stroke', id, from, points: points.slice(from, from + 500), ...(from === 0 ? { head } : {}) });
+      }
+      st.sent = points.length;
+      st.lastDelta = now;
+    }
+    return id;
+  }
+
+  /** Someone's stroke in progress: shown as it grows, until its commit arrives. */
+  onStroke(msg: StrokeMsg): void {
+    let l = this.live.get(msg.id);
+    if (msg.from === 0 && msg.head) l = { el: { ...msg.head, points: msg.points } as Freehand, at: 0 };
+    else if (l && msg.from <= l.el.points.length) l = { el: { ...l.el, points: [...l.el.points.slice(0, msg.from), ...msg.points] }, at: 0 };
+    else return; // joined in the middle of it: the commit will show it
+    const conf = this.confirmed.get(msg.id);
+    if (conf?.type === 'freehand' && conf.points.length >= l.el.points.length) return;
+    l.at = this.host.now();
+    this.live.set(msg.id, l);
+    if (this.liveTimer) clearTimeout(this.liveTimer);
+    this.liveTimer = setTimeout(() => {
+      this.liveTimer = null;
+      this.render(false); // a stroke whose commit never came goes away
+    }, LIVE_TTL_MS + 50);
+    if (l.el.page_id === this.page) this.render(false);
   }
 
   /** Operations other than element edits (pages, pin), from the toolbar. */
@@ -311,10 +398,17 @@ export class BoardSync {
     switch (op.type) {
       case 'element.add':
       case 'element.update':
-        for (const el of op.elements) this.confirmed.set(el.id, el);
+        for (const el of op.elements) {
+          this.confirmed.set(el.id, el);
+          const l = this.live.get(el.id);
+          if (l && (el.type !== 'freehand' || el.points.length >= l.el.points.length)) this.live.delete(el.id);
+        }
         return;
       case 'element.delete':
-        for (const t of op.elements) this.confirmed.delete(t.id);
+        for (const t of op.elements) {
+          this.confirmed.delete(t.id);
+          this.live.delete(t.id);
+        }
         return;
       case 'page.add': {
         const at = op.after_page_id ? this.pages.findIndex((p) => p.id === op.after_page_id) + 1 : this.pages.length;
@@ -354,20 +448,25 @@ export class BoardSync {
     const out: (ExEl | Partial<ExEl>)[] = [];
     const fresh = new Set<string>();
     let changed = pageChanged;
-    const wanted = new Map<string, { el: BoardElement | null; tomb?: Tombstone }>();
-    for (const el of this.confirmed.values()) if (el.page_id === this.page) wanted.set(el.id, { el });
+    const wanted = new Map<string, { el: BoardElement | null; tomb?: Tombstone; stamp: string }>();
+    for (const el of this.confirmed.values()) if (el.page_id === this.page) wanted.set(el.id, { el, stamp: stamp(el) });
+    const now = this.host.now();
+    for (const [id, l] of this.live) {
+      if (now - l.at > LIVE_TTL_MS) this.live.delete(id);
+      else if (l.el.page_id === this.page && !this.mine.has(id)) wanted.set(id, { el: l.el, stamp: `live:${l.el.points.length}` });
+    }
     for (const c of this.mine.values()) {
       const id = changeOf(c).id;
       const conf = this.confirmed.get(id);
       if (c.kind === 'put') {
-        if (c.el.page_id === this.page && !(conf && isNewer(conf, c.el))) wanted.set(id, { el: c.el });
+        if (c.el.page_id === this.page && !(conf && isNewer(conf, c.el))) wanted.set(id, { el: c.el, stamp: stamp(c.el) });
       } else if (c.page === this.page && !(conf && isNewer(conf, c.t))) {
-        wanted.set(id, { el: conf ?? null, tomb: c.t });
+        wanted.set(id, { el: conf ?? null, tomb: c.t, stamp: stamp(c.t) });
       }
     }
     for (const [id, w] of wanted) {
       const cur = scene.get(id);
-      const want = w.tomb ? stamp(w.tomb) : stamp(w.el!);
+      const want = w.stamp;
       if (cur && this.from.get(id) === want && cur.isDeleted === !!w.tomb) {
         out.push(cur);
         continue;
