@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ARTIFACTS, clickAt, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds, startSession } from './session.js';
+import { clickAt, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds } from './actions.js';
+import { ARTIFACTS, startSession } from './session.js';
 
 /**
  * The board's sync model as people use it (docs/board.md, "Sync model"): two
