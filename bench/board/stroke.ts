@@ -14,18 +14,7 @@
  * mouse moves, default 0: as fast as playwright moves the mouse), WEB_DIR (a built page; default: built from this
  * tree's sources, as the tests do).
  */
-import postgres from 'postgres';
-import { chromium, type Page } from 'playwright-core';
-import { loadConfig } from '../../src/config.js';
-import { migrate } from '../../src/db/migrate.js';
-import { createDeps } from '../../src/deps.js';
-import { createLesson } from '../../src/domain/lessons.js';
-import { issueLink } from '../../src/domain/links.js';
-import { topUp } from '../../src/domain/ledger.js';
-import { createPartner } from '../../src/domain/partners.js';
-import { randomBase62 } from '../../src/lib/crypto.js';
-import { builtWeb } from '../../test/board/web.js';
-import { spawnGateway } from './fanout.js';
+import { browserBench } from './env.js';
 
 const POINTS = Number(process.env.POINTS ?? 400);
 const RUNS = Number(process.env.RUNS ?? 3);
@@ -37,31 +26,17 @@ interface Sent {
 }
 
 async function main(): Promise<void> {
-  const base = loadConfig();
-  const run = `${Date.now().toString(36)}${randomBase62(4).toLowerCase()}`;
-  const url = new URL(base.DATABASE_URL);
-  url.pathname = `/lessons_bench_stroke_${run}`;
-  const config = loadConfig({ ...process.env, DATABASE_URL: url.toString(), REDIS_KEY_PREFIX: `bench:stroke:${run}:`, LOG_LEVEL: 'silent' });
-  await migrate(config.DATABASE_URL);
-  const deps = createDeps(config);
-  const web = process.env.WEB_DIR ?? builtWeb();
-  const gw = await spawnGateway({ DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '60000' });
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
-  const origin = `http://127.0.0.1:${gw.port}`;
+  const bench = await browserBench('bench_stroke');
   try {
     const { loadavg } = await import('node:os');
-    console.log(`bench/board/stroke: ${POINTS}-point stroke, ${RUNS} runs, a mouse move every ${MOVE_MS} ms; load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}; page from ${web}`);
-    const partner = await createPartner(deps.sql, { name: 'bench' });
-    await topUp(deps.sql, { partnerId: partner.id, minutes: 100_000, at: new Date() });
+    console.log(`bench/board/stroke: ${POINTS}-point stroke, ${RUNS} runs, a mouse move every ${MOVE_MS} ms; load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}; page from ${bench.web}`);
     const rows: { sent: Sent; ops: Sent; deltas: Sent; committed: number; finalBytes: number; points: number; seenLive: boolean; drawMs: number }[] = [];
     for (let r = 0; r < RUNS; r++) {
-      const lesson = await createLesson(deps.sql, partner, { title: `stroke ${r}`, mode: 'board_only' }, new Date());
-      const link = (id: string, role: 'teacher' | 'student') =>
-        issueLink(deps.sql, { partner, lesson, input: { user: { id, name: id, role }, ttl_minutes: 60 }, embedBaseUrl: origin, at: new Date() });
+      const { lesson, teacher, student } = await bench.lesson(`stroke ${r}`);
       const ops: Sent = { frames: 0, bytes: 0 };
       const deltas: Sent = { frames: 0, bytes: 0 };
       let committed = 0;
-      const drawer = await openPage(browser, (await link('t', 'teacher')).url, (page) =>
+      const drawer = await bench.open(teacher, (page) =>
         page.on('websocket', (ws) => {
           ws.on('framesent', (f) => {
             const text = String(f.payload);
@@ -74,7 +49,7 @@ async function main(): Promise<void> {
           });
         }),
       );
-      const watcher = await openPage(browser, (await link('s', 'student')).url);
+      const watcher = await bench.open(student);
       let seenLive = false;
       const box = (await drawer.locator('[data-testid=board] canvas').last().boundingBox())!;
       await drawer.locator('[data-testid="toolbar-freedraw"]').click({ force: true });
@@ -96,7 +71,7 @@ async function main(): Promise<void> {
       let row: { data: { points: unknown[] } } | undefined;
       for (let k = 0; k < 100; k++) {
         await new Promise((res) => setTimeout(res, 100));
-        [row] = await deps.sql<{ data: { points: unknown[] } }[]>`SELECT data FROM board_elements WHERE lesson_id = ${lesson.id} AND NOT deleted`;
+        [row] = await bench.deps.sql<{ data: { points: unknown[] } }[]>`SELECT data FROM board_elements WHERE lesson_id = ${lesson.id} AND NOT deleted`;
         if (row && row.data.points.length >= POINTS * 0.9 && committed > 0) break;
       }
       await new Promise((res) => setTimeout(res, 500)); // late frames
@@ -117,27 +92,8 @@ async function main(): Promise<void> {
         `${med(rows.map((r) => r.sent.frames))} frames; committed operations ${med(rows.map((r) => r.committed))} (target <= 5)`,
     );
   } finally {
-    await browser.close();
-    await gw.stop();
-    const keys = await deps.redis.keys('*').catch(() => [] as string[]);
-    if (keys.length) await deps.redis.del(...keys.map((k) => k.slice(config.REDIS_KEY_PREFIX.length)));
-    await deps.close();
-    const admin = new URL(base.DATABASE_URL);
-    admin.pathname = '/postgres';
-    const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`DROP DATABASE IF EXISTS "lessons_bench_stroke_${run}" WITH (FORCE)`);
-    await sql.end();
+    await bench.close();
   }
-}
-
-async function openPage(browser: import('playwright-core').Browser, url: string, before?: (page: Page) => void): Promise<Page> {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await ctx.newPage();
-  before?.(page);
-  await page.goto(url);
-  await page.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
-  await page.locator('[data-testid=board]').waitFor();
-  return page;
 }
 
 await main();
