@@ -196,7 +196,7 @@ export async function fanout(
       const pts: [number, number][] = [];
       for (let step = 0; step < 12 && Date.now() < end; step++) {
         for (let j = 0; j < 5; j++) pts.push([pts.length * 2, Math.round(Math.sin(pts.length / 4) * 10)]);
-        const el = { ...template, id, x: who * 50, y: k * 30, points: [...pts] };
+        const el = { ...template, id, x: who * 50, y: k * 30, points: [...pts], version: step + 1 }; // each update a newer version, as the editor stamps it
         const ref = `r${refN++}`;
         const t = performance.now();
         sentAt.set(`${id}:${pts.length}`, t);

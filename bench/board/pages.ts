@@ -4,7 +4,7 @@ import type { BoardElement } from '../../src/board/schema.js';
 const style = { stroke: '#1e1e1e', fill: 'transparent', stroke_width: 2, stroke_style: 'solid', fill_style: 'solid', opacity: 100 } as const;
 
 function at(i: number) {
-  return { id: `e${i}`, page_id: 'page-1', z: `a${i.toString(36).padStart(4, '0')}`, x: (i % 50) * 40, y: Math.floor(i / 50) * 40, angle: 0, style: { ...style }, locked: false };
+  return { id: `e${i}`, page_id: 'page-1', z: `a${i.toString(36).padStart(4, '0')}`, x: (i % 50) * 40, y: Math.floor(i / 50) * 40, angle: 0, style: { ...style }, locked: false, version: 1, version_nonce: 0 };
 }
 const stroke = (i: number, n: number): BoardElement => ({ ...at(i), type: 'freehand', points: Array.from({ length: n }, (_, k) => [k * 0.6, Math.round(Math.sin(k / 5) * 12 * 10) / 10] as [number, number]) });
 const rect = (i: number): BoardElement => ({ ...at(i), type: 'rectangle', width: 30, height: 20 });

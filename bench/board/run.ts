@@ -15,20 +15,17 @@
  * LESSONS (default 1000) and LESSON_PAUSE_MS (default 3000, the pause between one person's strokes in
  * the many-lessons part); PARTS (default "render,api,sequencing,fanout30,fanout1000").
  */
-import postgres from 'postgres';
-import { loadConfig } from '../../src/config.js';
-import { migrate } from '../../src/db/migrate.js';
-import { createDeps, type Deps } from '../../src/deps.js';
+import type { Deps } from '../../src/deps.js';
 import { createApiKey } from '../../src/domain/apiKeys.js';
 import { createLesson } from '../../src/domain/lessons.js';
 import { createPartner } from '../../src/domain/partners.js';
-import { randomBase62 } from '../../src/lib/crypto.js';
 import { startApi } from '../../src/server.js';
 import { renderPagePng } from '../../src/board/render/png.js';
 import { renderPageSvg } from '../../src/board/render/svg.js';
 import { BoardService } from '../../src/board/service.js';
 import type { BoardElement } from '../../src/board/schema.js';
 import { handwritingPage, textHeavyPage } from './pages.js';
+import { benchDatabase } from './env.js';
 import { fanout, report, spawnGateway } from './fanout.js';
 import type { Config } from '../../src/config.js';
 import { topUp } from '../../src/domain/ledger.js';
@@ -77,13 +74,8 @@ async function previewRender(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const base = loadConfig();
-  const run = `${Date.now().toString(36)}${randomBase62(4).toLowerCase()}`;
-  const url = new URL(base.DATABASE_URL);
-  url.pathname = `/lessons_bench_board_${run}`;
-  const config = loadConfig({ ...process.env, DATABASE_URL: url.toString(), REDIS_KEY_PREFIX: `bench:board:${run}:`, LOG_LEVEL: 'silent', API_PORT: '0', HOST: '127.0.0.1' });
-  await migrate(config.DATABASE_URL);
-  const deps = createDeps(config);
+  const db = await benchDatabase('bench_board', { API_PORT: '0', HOST: '127.0.0.1' });
+  const { config, deps } = db;
   const board = new BoardService(deps, { previewDebounceMs: 60_000 });
   const api = await startApi(deps, 0);
   try {
@@ -104,14 +96,7 @@ async function main(): Promise<void> {
   } finally {
     await board.close();
     await api.close();
-    const keys = await deps.redis.keys('*').catch(() => [] as string[]);
-    if (keys.length) await deps.redis.del(...keys.map((k) => k.slice(config.REDIS_KEY_PREFIX.length)));
-    await deps.close();
-    const admin = new URL(base.DATABASE_URL);
-    admin.pathname = '/postgres';
-    const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`DROP DATABASE IF EXISTS "lessons_bench_board_${run}" WITH (FORCE)`);
-    await sql.end();
+    await db.drop();
   }
 }
 
@@ -162,7 +147,7 @@ async function apiParts(deps: Deps, board: BoardService, partner: Partner, get: 
     await fill(pv.id, handwritingPage(2000));
     const stale: number[] = [];
     for (let i = 0; i < Math.min(RUNS, 10); i++) {
-      await board.submit(pv.id, { type: 'element.update', elements: [{ ...handwritingPage(1)[0], x: i }] }, teacher);
+      await board.submit(pv.id, { type: 'element.update', elements: [{ ...handwritingPage(1)[0], x: i, version: i + 2 }] }, teacher);
       stale.push((await time(() => get(`/lessons/${pv.id}/preview`)))[0]);
     }
     const cached: number[] = [];
@@ -189,7 +174,7 @@ async function sequencing(deps: Deps, board: BoardService, partner: Partner): Pr
           const pts: [number, number][] = [];
           for (let step = 0; step < 12 && Date.now() < end; step++) {
             for (let j = 0; j < 5; j++) pts.push([pts.length * 2, Math.round(Math.sin(pts.length / 4) * 10)]);
-            const el = { ...handwritingPage(1)[0], id, x: who * 50, y: k * 30, points: [...pts] };
+            const el = { ...handwritingPage(1)[0], id, x: who * 50, y: k * 30, points: [...pts], version: step + 1 }; // each update a newer version
             const [t] = await time(() => board.submit(lesson.id, { type: step === 0 ? 'element.add' : 'element.update', elements: [el] }, teacher));
             acks.push(t);
             ops++;

@@ -1,6 +1,6 @@
 import { boardError } from './errors.js';
 import { BOARD_LIMITS as L, textSurcharge } from './limits.js';
-import type { BoardElement, BoardOp, BoardPage } from './schema.js';
+import { isNewer, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from './schema.js';
 
 /** Who sends an operation: the rules differ for teachers and students. */
 export interface Actor {
@@ -22,6 +22,10 @@ export interface ElementState {
   page_id: string;
   deleted: boolean;
   bytes: number;
+  version: number;
+  version_nonce: number;
+  /** live and locked: only a teacher may change, delete or unlock it */
+  locked: boolean;
 }
 
 /** An element's final state after a batch, to be written by the store. */
@@ -33,6 +37,8 @@ export interface ElementWrite {
   bytes: number;
   deleted: boolean;
   seq: number;
+  version: number;
+  version_nonce: number;
 }
 
 export const elementBytes = (el: BoardElement): number => Buffer.byteLength(JSON.stringify(el), 'utf8');
@@ -61,14 +67,16 @@ export class BoardWork {
    * or null when nothing was left to apply. Throws BoardOpError when refused;
    * a refused operation changes nothing.
    */
-  apply(op: BoardOp, actor: Actor): { seq: number; op: BoardOp } | null {
+  apply(op: BoardOp, actor: Actor): { seq: number; op: BoardOp; skipped?: string[] } | null {
     const effective = this.check(op, actor);
     if (!effective) return null;
     const seq = this.head.seq + 1;
     this.commit(effective, seq);
     this.head.seq = seq;
     this.headChanged = true;
-    return { seq, op: effective };
+    const kept = new Set(elementIdsOf(effective));
+    const skipped = elementIdsOf(op).filter((id) => !kept.has(id));
+    return skipped.length ? { seq, op: effective, skipped } : { seq, op: effective };
   }
 
   private page(id: string): BoardPage | undefined {
@@ -94,47 +102,51 @@ export class BoardWork {
   /** Validates an operation; returns the part of it that will be applied. */
   private check(op: BoardOp, actor: Actor): BoardOp | null {
     switch (op.type) {
-      case 'element.add': {
-        const seen = new Set<string>();
-        let bytes = 0;
-        for (const el of op.elements) {
-          if (seen.has(el.id)) throw boardError('invalid', `element ${el.id} appears twice`);
-          seen.add(el.id);
-          if (this.elements.has(el.id)) throw boardError('conflict', `element ${el.id} exists already`);
-          if (!this.page(el.page_id)) throw boardError('not_found', `page ${el.page_id} does not exist`);
-          const b = elementBytes(el);
-          if (b > L.bytesPerElement) throw boardError('too_large', `element ${el.id} is larger than ${L.bytesPerElement} bytes`);
-          bytes += b + textSurcharge(el);
-        }
-        this.requirePinnedPage(actor, op.elements.map((e) => e.page_id));
-        this.requireRoom(op.elements.length, bytes);
-        return op;
-      }
+      case 'element.add':
       case 'element.update': {
+        // add and update are one rule, Excalidraw's: the write is applied when it is newer
+        // than what is stored (live or tombstone: a newer version revives a deleted element).
         const seen = new Set<string>();
         const kept: BoardElement[] = [];
         let bytes = 0;
+        let added = 0;
         for (const el of op.elements) {
           if (seen.has(el.id)) throw boardError('invalid', `element ${el.id} appears twice`);
           seen.add(el.id);
-          const cur = this.live(el.id);
-          if (!cur) continue; // deleted meanwhile by someone else: the delete wins
+          const cur = this.elements.get(el.id);
+          this.requireUnlocked(actor, el.id, cur);
+          if (el.locked && actor.role !== 'teacher') throw boardError('forbidden', `only the teacher can lock element ${el.id}`);
+          if (!isNewer(el, cur)) continue; // a newer version is stored: this write lost
           if (!this.page(el.page_id)) throw boardError('not_found', `page ${el.page_id} does not exist`);
           const b = elementBytes(el);
           if (b > L.bytesPerElement) throw boardError('too_large', `element ${el.id} is larger than ${L.bytesPerElement} bytes`);
-          this.requirePinnedPage(actor, [cur.page_id, el.page_id]);
-          bytes += b + textSurcharge(el) - cur.bytes;
+          const live = cur && !cur.deleted ? cur : undefined;
+          this.requirePinnedPage(actor, live ? [live.page_id, el.page_id] : [el.page_id]);
+          bytes += b + textSurcharge(el) - (live?.bytes ?? 0);
+          if (!live) added += 1;
           kept.push(el);
         }
         if (!kept.length) return null;
-        this.requireRoom(0, bytes);
+        this.requireRoom(added, bytes);
         return { ...op, elements: kept };
       }
       case 'element.delete': {
-        const ids = [...new Set(op.ids)].filter((id) => this.live(id));
-        if (!ids.length) return null;
-        this.requirePinnedPage(actor, ids.map((id) => this.live(id)!.page_id));
-        return { ...op, ids };
+        const seen = new Set<string>();
+        const kept: Tombstone[] = [];
+        for (const t of op.elements) {
+          if (seen.has(t.id)) throw boardError('invalid', `element ${t.id} appears twice`);
+          seen.add(t.id);
+          const cur = this.elements.get(t.id);
+          if (!cur) continue; // never existed: nothing to delete
+          this.requireUnlocked(actor, t.id, cur);
+          // a newer delete of a tombstone raises its version, so the order of two
+          // deletes and a revival between them never decides the outcome
+          if (!isNewer(t, cur)) continue;
+          kept.push(t);
+        }
+        if (!kept.length) return null;
+        this.requirePinnedPage(actor, kept.map((t) => this.elements.get(t.id)!.page_id));
+        return { ...op, elements: kept };
       }
       case 'page.add': {
         if (actor.role === 'student' && this.head.pinned_page_id) throw boardError('pinned', 'a page is pinned: students cannot add pages');
@@ -175,6 +187,11 @@ export class BoardWork {
     }
   }
 
+  /** A locked element is the teacher's: students can neither change, delete nor unlock it (docs/board.md, "Locked elements"). */
+  private requireUnlocked(actor: Actor, id: string, cur: ElementState | undefined): void {
+    if (actor.role !== 'teacher' && cur && !cur.deleted && cur.locked) throw boardError('forbidden', `element ${id} is locked by the teacher`);
+  }
+
   private requireRoom(addElements: number, addBytes: number): void {
     if (this.head.live_elements + addElements > L.elementsPerBoard) {
       throw boardError('board_full', `a board holds at most ${L.elementsPerBoard} elements`);
@@ -189,19 +206,23 @@ export class BoardWork {
     const bytes = elementBytes(el) + textSurcharge(el);
     this.head.live_bytes += bytes - (prev?.bytes ?? 0);
     if (!prev) this.head.live_elements += 1;
-    this.elements.set(el.id, { page_id: el.page_id, deleted: false, bytes });
-    this.writes.set(el.id, { id: el.id, page_id: el.page_id, z: el.z, data: el, bytes, deleted: false, seq });
+    const v = { version: el.version, version_nonce: el.version_nonce };
+    this.elements.set(el.id, { page_id: el.page_id, deleted: false, bytes, locked: el.locked, ...v });
+    this.writes.set(el.id, { id: el.id, page_id: el.page_id, z: el.z, data: el, bytes, deleted: false, seq, ...v });
     this.head.first_content_seq ??= seq;
   }
 
-  private remove(id: string, seq: number): void {
-    const prev = this.live(id);
+  /** Leaves a tombstone with the delete's version: only a newer write brings the element back. */
+  private remove(id: string, seq: number, v: { version: number; version_nonce: number }): void {
+    const prev = this.elements.get(id);
     if (!prev) return;
-    this.head.live_bytes -= prev.bytes;
-    this.head.live_elements -= 1;
-    this.elements.set(id, { ...prev, deleted: true, bytes: 0 });
+    if (!prev.deleted) {
+      this.head.live_bytes -= prev.bytes;
+      this.head.live_elements -= 1;
+    }
+    this.elements.set(id, { ...prev, deleted: true, bytes: 0, locked: false, ...v });
     const z = this.writes.get(id)?.z ?? '0';
-    this.writes.set(id, { id, page_id: prev.page_id, z, data: null, bytes: 0, deleted: true, seq });
+    this.writes.set(id, { id, page_id: prev.page_id, z, data: null, bytes: 0, deleted: true, seq, ...v });
   }
 
   private commit(op: BoardOp, seq: number): void {
@@ -212,7 +233,7 @@ export class BoardWork {
         for (const el of op.elements) this.put(el, seq);
         return;
       case 'element.delete':
-        for (const id of op.ids) this.remove(id, seq);
+        for (const t of op.elements) this.remove(t.id, seq, t);
         return;
       case 'page.add': {
         const at = op.after_page_id ? h.pages.findIndex((p) => p.id === op.after_page_id) + 1 : h.pages.length;
@@ -225,7 +246,9 @@ export class BoardWork {
       case 'page.delete':
         h.pages = h.pages.filter((p) => p.id !== op.page_id);
         if (h.pinned_page_id === op.page_id) h.pinned_page_id = null;
-        for (const [id, e] of this.elements) if (e.page_id === op.page_id && !e.deleted) this.remove(id, seq);
+        // the page's elements get tombstones one version above what they had, so a stale
+        // write of one of them cannot bring it back, while its owner's next edit still can
+        for (const [id, e] of this.elements) if (e.page_id === op.page_id && !e.deleted) this.remove(id, seq, { version: e.version + 1, version_nonce: e.version_nonce });
         return;
       case 'page.reorder': {
         const byId = new Map(h.pages.map((p) => [p.id, p]));
@@ -239,14 +262,14 @@ export class BoardWork {
   }
 }
 
+/** Ids of the elements one operation names. */
+export function elementIdsOf(op: BoardOp): string[] {
+  return op.type === 'element.add' || op.type === 'element.update' || op.type === 'element.delete' ? op.elements.map((e) => e.id) : [];
+}
+
 /** Ids of the elements a batch names (the store loads their state first). */
 export function referencedElementIds(ops: BoardOp[]): string[] {
-  const ids = new Set<string>();
-  for (const op of ops) {
-    if (op.type === 'element.add' || op.type === 'element.update') for (const e of op.elements) ids.add(e.id);
-    else if (op.type === 'element.delete') for (const id of op.ids) ids.add(id);
-  }
-  return [...ids];
+  return [...new Set(ops.flatMap(elementIdsOf))];
 }
 
 /** Pages a batch deletes (the store loads their live elements first). */

@@ -5,9 +5,9 @@
  */
 export const BOARD_ERROR_CODES = [
   'invalid', // fails the operation schema, or breaks a board rule (e.g. deleting the last page)
-  'forbidden', // a teacher-only operation sent by a student
+  'forbidden', // a teacher-only operation sent by a student, or a student touching a locked element
   'pinned', // a student acting outside the pinned page while a page is pinned
-  'conflict', // an id that exists already (element ids are never reused, deleted ones included)
+  'conflict', // a page id that exists already (element writes never conflict: the newer version wins)
   'not_found', // a page that does not exist
   'too_large', // one element over its byte limit
   'board_full', // the board's element, byte or page limit would be exceeded

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BOARD_ERROR_CODES } from './errors.js';
-import { ElementSchema, IdSchema, PageSchema } from './schema.js';
+import { BOARD_LIMITS } from './limits.js';
+import { ElementSchema, FreehandSchema, IdSchema, PageSchema, PenPointSchema } from './schema.js';
 
 /**
  * The lesson messages of the participant protocol (docs/board-protocol.md):
@@ -14,6 +15,19 @@ export const CHAT_MAX_CHARS = 2000;
 const SDP_MAX = 64 * 1024;
 
 const ref = z.string().min(1).max(64);
+
+/**
+ * A stroke in progress (docs/board-protocol.md, "Strokes in progress"): its
+ * points from index `from` on, sent as the pen moves and relayed to the
+ * others, never stored. The first message (from 0) carries the stroke's other
+ * fields in `head`. The stroke is stored by the board.op that commits it.
+ */
+const strokeFields = {
+  id: IdSchema,
+  from: z.number().int().min(0).max(BOARD_LIMITS.freehandPoints),
+  points: z.array(PenPointSchema).min(1).max(500),
+  head: FreehandSchema.omit({ points: true }).optional(),
+};
 const participantId = z.string().min(1).max(64);
 
 // ---- client -> server ----
@@ -23,6 +37,8 @@ export const ClientMessages = {
   'board.op': z.object({ type: z.literal('board.op'), ref, op: z.unknown() }).strict(),
   /** asks for the board: everything (since 0) or what changed after `since` */
   'board.sync': z.object({ type: z.literal('board.sync'), since: z.number().int().min(0) }).strict(),
+  /** new points of the stroke I am drawing; relayed to the others, not stored */
+  'board.stroke': z.object({ type: z.literal('board.stroke'), ...strokeFields }).strict(),
   'chat.send': z.object({ type: z.literal('chat.send'), text: z.string().trim().min(1).max(CHAT_MAX_CHARS) }).strict(),
   /** WebRTC signalling, relayed to one participant of the same lesson (full mode only) */
   'rtc.offer': z.object({ type: z.literal('rtc.offer'), to: participantId, sdp: z.string().max(SDP_MAX) }).strict(),
@@ -46,7 +62,7 @@ export const ClientMessages = {
 
 const C = ClientMessages;
 export const ClientMessageSchema = z.discriminatedUnion('type', [
-  C['board.op'], C['board.sync'], C['chat.send'], C['rtc.offer'], C['rtc.answer'], C['rtc.ice'], C['media.state'], C['teacher.mute'], C['teacher.unmute'], C['teacher.remove'],
+  C['board.op'], C['board.sync'], C['board.stroke'], C['chat.send'], C['rtc.offer'], C['rtc.answer'], C['rtc.ice'], C['media.state'], C['teacher.mute'], C['teacher.unmute'], C['teacher.remove'],
 ]);
 export type ClientMessage = { [K in keyof typeof ClientMessages]: z.infer<(typeof ClientMessages)[K]> }[keyof typeof ClientMessages];
 
@@ -96,9 +112,14 @@ export const ServerMessages = {
   }),
   /** operations committed by others, in sequence order */
   'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
-  /** my operation was committed at `seq` (null: nothing was left to apply) */
-  'board.ack': z.object({ type: z.literal('board.ack'), ref, seq: z.number().int().positive().nullable() }),
+  /**
+   * my operation was committed at `seq` (null: nothing was left to apply);
+   * `skipped`: ids of its elements that lost to a newer version and were not applied
+   */
+  'board.ack': z.object({ type: z.literal('board.ack'), ref, seq: z.number().int().positive().nullable(), skipped: z.array(IdSchema).optional() }),
   'board.reject': z.object({ type: z.literal('board.reject'), ref, code: z.enum(BOARD_ERROR_CODES), message: z.string() }),
+  /** someone's stroke in progress (`by`: their participant id), as they sent it; a board.op commits it */
+  'board.stroke': z.object({ type: z.literal('board.stroke'), by: participantId, ...strokeFields }),
   /** the relay lost track: send board.sync with your seq */
   'board.resync': z.object({ type: z.literal('board.resync'), seq: z.number().int().min(0) }),
   chat: z.object({

@@ -73,7 +73,7 @@ export class BoardRoom {
     } else {
       const applied: SequencedOp[] = [];
       results.forEach((r, i) => {
-        if (r.ok && r.seq !== null) applied.push({ seq: r.seq, op: r.op, origin: batch[i].origin });
+        if (r.ok && r.seq !== null) applied.push({ seq: r.seq, op: r.op, origin: batch[i].origin, ...(r.skipped ? { skipped: r.skipped } : {}) });
       });
       // Relay first: the others see the operation no later than its sender hears the ack.
       if (applied.length) this.onCommitted(applied);

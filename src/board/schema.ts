@@ -18,7 +18,7 @@ const size = z.number().finite().min(0).max(L.size);
 const color = z.string().regex(/^(#[0-9a-fA-F]{6}|transparent)$/, 'colour: #rrggbb or transparent');
 const point = z.tuple([coord, coord]);
 /** freehand points may carry a pen pressure 0..1 as a third value */
-const penPoint = z.union([z.tuple([coord, coord]), z.tuple([coord, coord, z.number().min(0).max(1)])]);
+export const PenPointSchema = z.union([z.tuple([coord, coord]), z.tuple([coord, coord, z.number().min(0).max(1)])]);
 
 export const StyleSchema = z
   .object({
@@ -43,10 +43,18 @@ const base = {
   angle: z.number().finite().min(-10).max(10).default(0),
   style: StyleSchema.default(StyleSchema.parse({})),
   locked: z.boolean().default(false),
+  /**
+   * Excalidraw's own versioning (docs/board.md, "Sync model"): `version` grows
+   * with every change of the element; `version_nonce` is random per change and
+   * breaks ties (the lower wins), so concurrent writes converge the way
+   * Excalidraw's reconcileElements converges them.
+   */
+  version: z.number().int().min(1).max(2 ** 31 - 1),
+  version_nonce: z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1),
 };
 
 export const FreehandSchema = z
-  .object({ ...base, type: z.literal('freehand'), points: z.array(penPoint).min(1).max(L.freehandPoints) })
+  .object({ ...base, type: z.literal('freehand'), points: z.array(PenPointSchema).min(1).max(L.freehandPoints) })
   .strict();
 export const ShapeSchema = z
   .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size })
@@ -112,8 +120,11 @@ export type BoardPage = z.infer<typeof PageSchema>;
 const elements = z.array(ElementSchema).min(1).max(L.elementsPerOp);
 export const ElementAddOp = z.object({ type: z.literal('element.add'), elements }).strict();
 export const ElementUpdateOp = z.object({ type: z.literal('element.update'), elements }).strict();
+/** A delete is a tombstone with its own version: a later version of the element revives it (undo, redo). */
+export const TombstoneSchema = z.object({ id: IdSchema, version: base.version, version_nonce: base.version_nonce }).strict();
+export type Tombstone = z.infer<typeof TombstoneSchema>;
 export const ElementDeleteOp = z
-  .object({ type: z.literal('element.delete'), ids: z.array(IdSchema).min(1).max(L.elementsPerOp) })
+  .object({ type: z.literal('element.delete'), elements: z.array(TombstoneSchema).min(1).max(L.elementsPerOp) })
   .strict();
 export const PageAddOp = z
   .object({ type: z.literal('page.add'), page: PageSchema, after_page_id: IdSchema.nullable().default(null) })
@@ -131,10 +142,27 @@ export const BoardOpSchema = z
 export type BoardOp = z.infer<typeof BoardOpSchema>;
 export type BoardOpType = BoardOp['type'];
 
+/** The version stamp of an element write, live or tombstone. */
+export interface Versioned {
+  version: number;
+  version_nonce: number;
+}
+
+/**
+ * Does write `a` win over the stored state `b`? The higher version wins; on a
+ * tie the lower nonce, as in Excalidraw's reconcileElements
+ * (shouldDiscardRemoteElement), so every replica picks the same one. Nothing
+ * stored: `a` wins.
+ */
+export const isNewer = (a: Versioned, b: Versioned | undefined): boolean =>
+  !b || a.version > b.version || (a.version === b.version && a.version_nonce < b.version_nonce);
+
 /** An operation as committed: its place in the lesson's order. */
 export interface SequencedOp {
   seq: number;
   op: BoardOp;
+  /** element ids of the operation as sent that lost to a newer version and were not applied (the sender needs them; others get `op` as applied) */
+  skipped?: string[];
   /** opaque id of the connection that sent it (the gateway's choice), so it can ack its sender instead of echoing */
   origin?: string;
 }

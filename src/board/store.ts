@@ -10,7 +10,7 @@ export interface BatchItem {
 
 /** The outcome of one operation of a batch, in the batch's order. */
 export type BatchResult =
-  | { ok: true; seq: number; op: BoardOp }
+  | { ok: true; seq: number; op: BoardOp; skipped?: string[] }
   | { ok: true; seq: null } // nothing left to apply (e.g. an update of elements deleted meanwhile)
   | { ok: false; error: BoardOpError };
 
@@ -93,7 +93,7 @@ export class BoardStore {
           b.items.map(({ op, actor }): BatchResult => {
             try {
               const applied = work.apply(op, actor);
-              return applied ? { ok: true, seq: applied.seq, op: applied.op } : { ok: true, seq: null };
+              return applied ? { ok: true, ...applied } : { ok: true, seq: null };
             } catch (err) {
               if (err instanceof BoardOpError) return { ok: false, error: err };
               throw err;
@@ -216,16 +216,16 @@ async function loadElementStates(
   const out = new Map<string, Map<string, ElementState>>();
   if (!w.ids.length && !w.pages.length) return out;
   const rows = await tx<({ lesson_id: string; element_id: string } & ElementState)[]>`
-    SELECT e.lesson_id, e.element_id, e.page_id, e.deleted, e.bytes FROM board_elements e
+    SELECT e.lesson_id, e.element_id, e.page_id, e.deleted, e.bytes, e.version, e.version_nonce, coalesce((e.data->>'locked')::boolean, false) AS locked FROM board_elements e
     JOIN unnest(${w.lessons}::text[], ${w.ids}::text[]) AS u(lesson_id, element_id) ON e.lesson_id = u.lesson_id AND e.element_id = u.element_id
     UNION ALL
-    SELECT e.lesson_id, e.element_id, e.page_id, e.deleted, e.bytes FROM board_elements e
+    SELECT e.lesson_id, e.element_id, e.page_id, e.deleted, e.bytes, e.version, e.version_nonce, coalesce((e.data->>'locked')::boolean, false) AS locked FROM board_elements e
     JOIN unnest(${w.pageLessons}::text[], ${w.pages}::text[]) AS p(lesson_id, page_id) ON e.lesson_id = p.lesson_id AND e.page_id = p.page_id
     WHERE NOT e.deleted`;
   for (const r of rows) {
     let m = out.get(r.lesson_id);
     if (!m) out.set(r.lesson_id, (m = new Map()));
-    m.set(r.element_id, { page_id: r.page_id, deleted: r.deleted, bytes: r.bytes });
+    m.set(r.element_id, { page_id: r.page_id, deleted: r.deleted, bytes: r.bytes, version: r.version, version_nonce: r.version_nonce, locked: r.locked });
   }
   return out;
 }
@@ -235,17 +235,18 @@ async function writeElements(tx: Tx, writes: (ElementWrite & { lesson_id: string
   for (let i = 0; i < writes.length; i += 500) {
     const chunk = writes.slice(i, i + 500);
     await tx`
-      INSERT INTO board_elements (lesson_id, element_id, page_id, z, data, bytes, deleted, updated_seq)
-      SELECT u.lesson_id, u.id, u.page_id, u.z, u.data::jsonb, u.bytes::int, u.deleted::boolean, u.seq::bigint
+      INSERT INTO board_elements (lesson_id, element_id, page_id, z, data, bytes, deleted, updated_seq, version, version_nonce)
+      SELECT u.lesson_id, u.id, u.page_id, u.z, u.data::jsonb, u.bytes::int, u.deleted::boolean, u.seq::bigint, u.version::int, u.nonce::int
       FROM unnest(${chunk.map((w) => w.lesson_id)}::text[], ${chunk.map((w) => w.id)}::text[], ${chunk.map((w) => w.page_id)}::text[], ${chunk.map((w) => w.z)}::text[],
                   ${chunk.map((w) => (w.data ? JSON.stringify(w.data) : null)) as string[]}::text[],
                   ${chunk.map((w) => String(w.bytes))}::text[], ${chunk.map((w) => String(w.deleted))}::text[],
-                  ${chunk.map((w) => String(w.seq))}::text[])
-        AS u(lesson_id, id, page_id, z, data, bytes, deleted, seq)
+                  ${chunk.map((w) => String(w.seq))}::text[], ${chunk.map((w) => String(w.version))}::text[], ${chunk.map((w) => String(w.version_nonce))}::text[])
+        AS u(lesson_id, id, page_id, z, data, bytes, deleted, seq, version, nonce)
       ON CONFLICT (lesson_id, element_id) DO UPDATE SET
         page_id = EXCLUDED.page_id,
         z = CASE WHEN EXCLUDED.deleted THEN board_elements.z ELSE EXCLUDED.z END,
-        data = EXCLUDED.data, bytes = EXCLUDED.bytes, deleted = EXCLUDED.deleted, updated_seq = EXCLUDED.updated_seq`;
+        data = EXCLUDED.data, bytes = EXCLUDED.bytes, deleted = EXCLUDED.deleted, updated_seq = EXCLUDED.updated_seq,
+        version = EXCLUDED.version, version_nonce = EXCLUDED.version_nonce`;
   }
 }
 

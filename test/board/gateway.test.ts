@@ -8,7 +8,7 @@ import { createLesson } from '../../src/domain/lessons.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { spawnGateway } from '../realtime/helpers/processes.js';
-import { rect, stroke, text } from './factories.js';
+import { del, rect, stroke, text } from './factories.js';
 import { until } from './helpers.js';
 
 /**
@@ -83,7 +83,7 @@ describe('board operations through the gateway', () => {
     const t = await join(a.wsUrl(await f.teacher()));
     const mine = new Map<string, unknown>();
     sendOp(t, mine, 'r1', { type: 'element.add', elements: [rect('x1'), stroke('x2')] });
-    sendOp(t, mine, 'r2', { type: 'element.delete', ids: ['x1'] });
+    sendOp(t, mine, 'r2', { type: 'element.delete', elements: [del('x1')] });
     sendOp(t, mine, 'r3', { type: 'element.add', elements: [text('x3', 'hello')] });
     await answered(t, 'r3');
     const late = await join(b.wsUrl(await f.link('late')));
@@ -163,8 +163,8 @@ describe('reconnection', () => {
     s.ws.terminate(); // the network drops: no close handshake
     await s.closed;
     // meanwhile the board moves on
-    sendOp(t, tMine, 't2', { type: 'element.update', elements: [rect('before', { x: 300 })] });
-    sendOp(t, tMine, 't3', { type: 'element.delete', ids: ['gone'] });
+    sendOp(t, tMine, 't2', { type: 'element.update', elements: [rect('before', { x: 300, version: 2 })] });
+    sendOp(t, tMine, 't3', { type: 'element.delete', elements: [del('gone')] });
     sendOp(t, tMine, 't4', { type: 'element.add', elements: [stroke('while-away')] });
     await answered(t, 't4');
 
@@ -177,15 +177,110 @@ describe('reconnection', () => {
     const sMine = new Map<string, unknown>();
     sendOp(s, sMine, 'offline-1', { type: 'element.add', elements: [text('offline', 'drawn offline')] });
     expect(await answered(s, 'offline-1')).toMatchObject({ type: 'board.ack', seq: 5 });
-    // sending it again (its ack lost) changes nothing: the id exists
+    // sending it again (its ack lost) changes nothing: the same version is not newer
     sendOp(s, sMine, 'offline-1b', { type: 'element.add', elements: [text('offline', 'drawn offline')] });
-    expect(await answered(s, 'offline-1b')).toMatchObject({ type: 'board.reject', code: 'conflict' });
+    expect(await answered(s, 'offline-1b')).toMatchObject({ type: 'board.ack', seq: null });
     // and it follows the live stream from there
     sendOp(t, tMine, 't6', { type: 'element.add', elements: [rect('after')] });
     const next = await s.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 6), 'seq 6');
     expect(next.ops.map((o: { seq: number }) => o.seq)).toEqual([6]);
     await t.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 5), 'seq 5 at the teacher');
     await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('versions and locks', () => {
+  it('revives a deleted element with a newer version (undo), tells the sender which of its elements lost to a newer one', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s = await join(b.wsUrl(await f.link('s')));
+    const tMine = new Map<string, unknown>();
+    const sMine = new Map<string, unknown>();
+    sendOp(t, tMine, 'add', { type: 'element.add', elements: [rect('u'), rect('w', { z: 'a1' })] });
+    await answered(t, 'add');
+    sendOp(s, sMine, 'del', { type: 'element.delete', elements: [del('u', 2)] });
+    await answered(s, 'del');
+    // the teacher's edit of u made before it saw the delete (same version, higher nonce) and a new edit of w
+    sendOp(t, tMine, 'late', { type: 'element.update', elements: [rect('u', { version: 2, version_nonce: 5, x: 1 }), rect('w', { version: 2, z: 'a1', x: 2 })] });
+    expect(await answered(t, 'late')).toMatchObject({ type: 'board.ack', seq: 3, skipped: ['u'] });
+    const relayed = await s.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 3), 'seq 3');
+    expect(relayed.ops[0].op.elements.map((e: { id: string }) => e.id)).toEqual(['w']);
+    // undo of the delete
+    sendOp(s, sMine, 'undo', { type: 'element.add', elements: [rect('u', { version: 3 })] });
+    expect(await answered(s, 'undo')).toMatchObject({ type: 'board.ack', seq: 4 });
+    t.send({ type: 'board.sync', since: 0 });
+    const full = await t.waitType('board.state');
+    expect(full.elements.map((e: { id: string; version: number }) => [e.id, e.version])).toEqual([['u', 3], ['w', 2]]);
+    await Promise.all([t.close(), s.close()]);
+  });
+
+  it('refuses a hand-written student client that changes, deletes or unlocks the teacher\'s locked element, and nothing changes', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const tMine = new Map<string, unknown>();
+    sendOp(t, tMine, 'lock', { type: 'element.add', elements: [rect('plan', { locked: true, x: 40 })] });
+    await answered(t, 'lock');
+    // a student's client written by hand, not the page: it skips the editor's lock and sends raw operations
+    const s = await join(b.wsUrl(await f.link('attacker')));
+    const sMine = new Map<string, unknown>();
+    const attacks = [
+      { type: 'element.update', elements: [rect('plan', { locked: true, x: 999, version: 50 })] },
+      { type: 'element.update', elements: [rect('plan', { locked: false, version: 51 })] },
+      { type: 'element.add', elements: [rect('plan', { locked: false, version: 2 ** 31 - 1 })] },
+      { type: 'element.delete', elements: [del('plan', 2 ** 31 - 1)] },
+      { type: 'page.delete', page_id: 'page-1' },
+    ];
+    for (const [i, op] of attacks.entries()) {
+      sendOp(s, sMine, `x${i}`, op);
+      expect(await answered(s, `x${i}`), JSON.stringify(op).slice(0, 60)).toMatchObject({ type: 'board.reject', code: 'forbidden' });
+    }
+    s.send({ type: 'board.sync', since: 0 });
+    const state = await s.waitType('board.state');
+    expect(state).toMatchObject({ seq: 1, elements: [{ id: 'plan', locked: true, x: 40, version: 1 }] });
+    expect(t.of('board.ops')).toEqual([]);
+    // the teacher may move and unlock it; then the student may change it
+    sendOp(t, tMine, 'unlock', { type: 'element.update', elements: [rect('plan', { locked: false, version: 2 })] });
+    await answered(t, 'unlock');
+    sendOp(s, sMine, 'ok', { type: 'element.update', elements: [rect('plan', { x: 5, version: 3 })] });
+    expect(await answered(s, 'ok')).toMatchObject({ type: 'board.ack', seq: 3 });
+    await Promise.all([t.close(), s.close()]);
+  });
+});
+
+describe('strokes in progress', () => {
+  it('relays board.stroke to the others in the lesson on every node (not the sender), with `by` from the link, and stores nothing', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s1 = await join(b.wsUrl(await f.link('s1')));
+    const other = await lesson();
+    const outsider = await join(b.wsUrl(await other.link('x')));
+    const head = (({ points: _p, ...h }) => h)(stroke('live', 3) as Extract<ReturnType<typeof stroke>, { type: 'freehand' }>);
+    t.send({ type: 'board.stroke', id: 'live', from: 0, points: [[0, 0], [1, 1]], head });
+    t.send({ type: 'board.stroke', id: 'live', from: 2, points: [[2, 3]] });
+    const first = await s1.waitFor((m) => m.type === 'board.stroke' && m.from === 0, 'first delta');
+    expect(ServerMessages['board.stroke'].parse(first)).toMatchObject({ id: 'live', by: t.of('welcome')[0].you.id, head: { page_id: 'page-1', type: 'freehand' } });
+    await s1.waitFor((m) => m.type === 'board.stroke' && m.from === 2, 'second delta');
+    // a bad delta is refused like any message, and nothing reached Postgres
+    t.send({ type: 'board.stroke', id: 'live', from: -1, points: [] });
+    await t.waitFor((m) => m.type === 'error', 'refusal');
+    const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM board_elements WHERE lesson_id = ${f.lesson.id}`;
+    expect(row.n).toBe(0);
+    expect(t.of('board.stroke')).toEqual([]);
+    expect(outsider.of('board.stroke')).toEqual([]);
+    await Promise.all([t.close(), s1.close(), outsider.close()]);
+  });
+
+  it('drops deltas over 20 a second (bursts of 40) from one connection', async () => {
+    const f = await lesson();
+    const t = await join(a.wsUrl(await f.teacher()));
+    const s1 = await join(a.wsUrl(await f.link('s1')));
+    for (let i = 0; i < 100; i++) t.send({ type: 'board.stroke', id: 'fast', from: i, points: [[i, i]] });
+    await s1.waitFor((m) => m.type === 'board.stroke' && m.from >= 39, 'the burst');
+    await new Promise((r) => setTimeout(r, 300)); // anything more would have arrived by now
+    const n = s1.of('board.stroke').length;
+    expect(n).toBeGreaterThanOrEqual(40);
+    expect(n).toBeLessThan(50);
+    await Promise.all([t.close(), s1.close()]);
   });
 });
 
@@ -200,7 +295,7 @@ describe('subject modes', () => {
       expect(c.of('welcome')[0].lesson).toMatchObject({ id: l.id, subject_mode: mode });
       await c.close();
     }
-    const base = { page_id: 'page-1', z: 'a0', x: 40, y: 40, angle: 0, style: rect('x').style, locked: false };
+    const base = { page_id: 'page-1', z: 'a0', x: 40, y: 40, angle: 0, style: rect('x').style, locked: false, version: 1, version_nonce: 0 };
     const formula = { ...base, id: 'f1', type: 'formula', latex: 'x_{1,2} = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}', font_size: 24, width: 240, height: 60 };
     const vector = { ...base, id: 'v1', type: 'vector', dx: 120, dy: -40, label: 'F', magnitude: 10, unit: 'N' };
     for (const [mode, el] of [['math', formula], ['physics', vector]] as const) {

@@ -6,6 +6,7 @@ describe('lesson protocol schemas (docs/board-protocol.md)', () => {
     const samples: Record<keyof typeof ClientMessages, unknown> = {
       'board.op': { type: 'board.op', ref: 'r1', op: { type: 'page.pin', page_id: null } },
       'board.sync': { type: 'board.sync', since: 0 },
+      'board.stroke': { type: 'board.stroke', id: 's1', from: 0, points: [[0, 0], [1, 2, 0.5]], head: { id: 's1', page_id: 'page-1', z: 'a0', x: 1, y: 2, angle: 0, style: {}, locked: false, version: 3, version_nonce: 7, type: 'freehand' } },
       'chat.send': { type: 'chat.send', text: 'hello' },
       'rtc.offer': { type: 'rtc.offer', to: 'p1', sdp: 'v=0' },
       'rtc.answer': { type: 'rtc.answer', to: 'p1', sdp: 'v=0' },
@@ -20,7 +21,7 @@ describe('lesson protocol schemas (docs/board-protocol.md)', () => {
       expect(ClientMessageSchema.safeParse(msg).success, type).toBe(true);
     }
     expect(Object.keys(ServerMessages).sort()).toEqual(
-      ['board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'chat', 'media.state', 'muted', 'unmuted', 'rtc.answer', 'rtc.ice', 'rtc.offer'].sort(),
+      ['board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'board.stroke', 'chat', 'media.state', 'muted', 'unmuted', 'rtc.answer', 'rtc.ice', 'rtc.offer'].sort(),
     );
   });
 
@@ -33,6 +34,9 @@ describe('lesson protocol schemas (docs/board-protocol.md)', () => {
       { type: 'rtc.offer', to: 'p1', sdp: 'x'.repeat(70_000) },
       { type: 'teacher.remove' },
       { type: 'board.op', op: {} },
+      { type: 'board.stroke', id: 's1', from: 0, points: [] },
+      { type: 'board.stroke', id: 's1', from: 5, points: Array.from({ length: 501 }, () => [0, 0]) },
+      { type: 'board.stroke', id: 's1', from: 0, points: [[0, 0]], head: { type: 'rectangle' } },
       { type: 'nope' },
     ]) {
       expect(ClientMessageSchema.safeParse(bad).success, JSON.stringify(bad).slice(0, 60)).toBe(false);

@@ -3,7 +3,7 @@ import { BoardOpError } from '../../src/board/errors.js';
 import { BoardService } from '../../src/board/service.js';
 import { BoardStore } from '../../src/board/store.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { rect, stroke, text } from './factories.js';
+import { del, rect, stroke, text } from './factories.js';
 import { newLesson, recorder, startNode, until } from './helpers.js';
 
 const teacher = { role: 'teacher' as const };
@@ -73,7 +73,7 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [{ id: 'x' }] }, student))).toBe('invalid');
     expect(await refusal(nodeA.board.submit(lesson.id, { type: 'nonsense' }, student))).toBe('invalid');
     expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [stroke('big', 5000)] }, student))).toBe('too_large');
-    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student))).toBe('conflict');
+    expect(await refusal(nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('lk', { locked: true })] }, student))).toBe('forbidden');
     expect(await refusal(nodeA.board.submit(lesson.id, { type: 'page.pin', page_id: 'page-1' }, student))).toBe('forbidden');
     const read = await nodeA.board.read(lesson.id);
     expect(read.head.seq).toBe(1);
@@ -91,8 +91,8 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     const lesson = await newLesson(nodeA.deps.sql);
     await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a'), rect('b', { z: 'a1' })] }, student);
     const since = (await nodeA.board.read(lesson.id)).head.seq;
-    await nodeB.board.submit(lesson.id, { type: 'element.update', elements: [rect('a', { x: 500 })] }, student);
-    await nodeB.board.submit(lesson.id, { type: 'element.delete', ids: ['b'] }, student);
+    await nodeB.board.submit(lesson.id, { type: 'element.update', elements: [rect('a', { x: 500, version: 2 })] }, student);
+    await nodeB.board.submit(lesson.id, { type: 'element.delete', elements: [del('b')] }, student);
     await nodeB.board.submit(lesson.id, { type: 'element.add', elements: [rect('c', { z: 'a2' })] }, student);
     const delta = await nodeA.board.read(lesson.id, since);
     expect(delta.full).toBe(false);
@@ -102,6 +102,24 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     const full = await nodeA.board.read(lesson.id, 0);
     expect(full.full).toBe(true);
     expect(full.elements.map((e) => e.id)).toEqual(['a', 'c']);
+  });
+
+  it('stores versions and tombstones in Postgres: a newer write revives, a stale one from another node loses, a lock holds', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    const t = { role: 'teacher' as const };
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a'), rect('lk', { locked: true, z: 'a1' })] }, t);
+    await nodeA.board.submit(lesson.id, { type: 'element.delete', elements: [del('a', 2, 7)] }, student);
+    const [tomb] = await nodeA.deps.sql`SELECT deleted, version, version_nonce, data FROM board_elements WHERE lesson_id = ${lesson.id} AND element_id = 'a'`;
+    expect(tomb).toMatchObject({ deleted: true, version: 2, version_nonce: 7, data: null });
+    // node B (its own pool) sends an edit made before the delete: it loses to the tombstone
+    expect((await nodeB.board.submit(lesson.id, { type: 'element.update', elements: [rect('a', { version: 2, version_nonce: 9, x: 1 })] }, student)).seq).toBeNull();
+    // undo of the delete: one version later, the element is back with its data
+    expect((await nodeB.board.submit(lesson.id, { type: 'element.add', elements: [rect('a', { version: 3, version_nonce: 1 })] }, student)).seq).toBe(3);
+    // a student cannot move the teacher's locked element, even through another node
+    expect(await refusal(nodeB.board.submit(lesson.id, { type: 'element.update', elements: [rect('lk', { version: 5, z: 'a1', x: 900 })] }, student))).toBe('forbidden');
+    const snap = await nodeA.board.read(lesson.id);
+    expect(snap.head).toMatchObject({ seq: 3, live_elements: 2 });
+    expect(snap.elements.map((e) => [e.id, e.version, e.x])).toEqual([['a', 3, 10], ['lk', 1, 10]]);
   });
 
   it('a node that never receives a relayed batch tells its listeners to resync within the gap time', async () => {
@@ -149,7 +167,8 @@ describe('group commit across lessons (BoardStore.commitLessons, BoardCommitter)
       ],
       new Date(),
     );
-    expect(out.get(l1.id)!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual([1, 2, 'conflict']);
+    // the same write of 'a' again is older-or-equal: skipped (seq null), not an error
+    expect(out.get(l1.id)!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual([1, 2, null]);
     expect(out.get(l2.id)!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual([1]);
     expect(out.get(gone.id)!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual(['archived']);
     expect(out.get('lsn_does_not_exist')!.map((r) => (r.ok ? r.seq : r.error.code))).toEqual(['not_found']);

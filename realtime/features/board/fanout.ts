@@ -5,7 +5,8 @@ import type { ClientConnection } from '../../ClientConnection.js';
 /** `origin` of an operation submitted through this node: `<connection id>|<ref>` (connection ids contain no `|`). */
 export const originOf = (conn: ClientConnection, ref: string): string => `${conn.id}|${ref}`;
 
-const ackFrame = (ref: string, seq: number | null) => JSON.stringify({ type: 'board.ack', ref, seq });
+/** `skipped`: elements of the sender's operation that lost to a newer version (the sender drops them; see board-protocol.md) */
+const ackFrame = (ref: string, seq: number | null, skipped?: string[]) => JSON.stringify(skipped?.length ? { type: 'board.ack', ref, seq, skipped } : { type: 'board.ack', ref, seq });
 const opsFrame = (ops: SequencedOp[]) => JSON.stringify({ type: 'board.ops', ops: ops.map((o) => ({ seq: o.seq, op: o.op })) });
 
 /**
@@ -81,7 +82,7 @@ export class BoardFanout implements BoardListener {
         theirs = [];
         const ref = o.origin!.slice(bar + 1);
         mine?.delete(ref);
-        conn.send(ackFrame(ref, o.seq));
+        conn.send(ackFrame(ref, o.seq, o.skipped));
       }
       if (theirs.length) conn.send(opsFrame(theirs));
     }

@@ -1,6 +1,8 @@
 import { BoardOpError } from '../../../src/board/errors.js';
 import { ClientMessages } from '../../../src/board/protocol.js';
 import type { GatewayFeature } from '../../features.js';
+import type { ClientConnection } from '../../ClientConnection.js';
+import { TokenBucket } from '../../lib/TokenBucket.js';
 import { defineMessage } from '../../protocol/registry.js';
 import type { LessonHub } from '../hub.js';
 import { originOf } from './fanout.js';
@@ -14,8 +16,30 @@ import { originOf } from './fanout.js';
  * a seq. Who may do what (teacher-only page operations, pinned pages, limits)
  * is the BoardService's rule, applied with the role of the link.
  */
+/**
+ * Stroke deltas per connection: the page sends at most ~10 a second while a
+ * pen moves; 20 a second with bursts of 40 leaves room for two pens in one
+ * page, and a script cannot use the relay as a firehose. Over it, deltas are
+ * dropped without an error: the stroke still arrives whole when committed.
+ */
+const STROKE_RATE = 20;
+const STROKE_BURST = 40;
+
 export function boardFeature(hub: LessonHub): GatewayFeature {
   const board = hub.board;
+  const strokeBuckets = new WeakMap<ClientConnection, TokenBucket>();
+
+  const stroke = defineMessage({
+    type: 'board.stroke',
+    schema: ClientMessages['board.stroke'],
+    description: 'A stroke in progress: its new points, relayed as they come to the others in the lesson on every node, never stored (the board.op that ends the stroke stores it).',
+    handle({ conn, gateway, now }, msg) {
+      let bucket = strokeBuckets.get(conn);
+      if (!bucket) strokeBuckets.set(conn, (bucket = new TokenBucket(STROKE_RATE, STROKE_BURST, now)));
+      if (!bucket.take(now)) return;
+      gateway.broadcast(conn.lessonId, JSON.stringify({ ...msg, by: conn.person.id }), { except: conn, ephemeral: true });
+    },
+  });
 
   const op = defineMessage({
     type: 'board.op',
@@ -67,7 +91,7 @@ export function boardFeature(hub: LessonHub): GatewayFeature {
 
   return {
     name: 'board',
-    messages: [op, sync],
+    messages: [op, sync, stroke],
     async welcome({ conn }) {
       try {
         await hub.enter(conn);

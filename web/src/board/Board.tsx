@@ -1,6 +1,6 @@
 import { CaptureUpdateAction, Excalidraw, restoreElements } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useMemo, useRef, useState } from 'react';
 import type { BoardOp } from '../../../src/board/schema.js';
 import type { ServerMessage } from '../../../src/board/protocol.js';
 import type { ExEl } from './convert.js';
@@ -41,10 +41,19 @@ export function Board(props: {
     () =>
       new BoardSync({
         scene: () => (apiRef.current?.getSceneElementsIncludingDeleted() ?? []) as unknown as readonly ExEl[],
-        setScene: (els) => {
-          const restored = restoreElements(els as never, null, { refreshDimensions: false, repairBindings: false });
-          apiRef.current?.updateScene({ elements: restored, captureUpdate: CaptureUpdateAction.NEVER });
+        setScene: (els, fresh) => {
+          // only new skeletons go through restoreElements: the scene's own objects are passed back
+          // as they are (restoring copies them, and a stroke being drawn would lose its object)
+          const restored = new Map(restoreElements(els.filter((e) => fresh.has(e.id!)) as never, null, { refreshDimensions: false, repairBindings: false }).map((e) => [e.id, e]));
+          const elements = els.flatMap((e) => (fresh.has(e.id!) ? (restored.has(e.id!) ? [restored.get(e.id!)!] : []) : [e]));
+          apiRef.current?.updateScene({ elements: elements as never, captureUpdate: CaptureUpdateAction.NEVER });
         },
+        clearHistory: () => apiRef.current?.history.clear(),
+        drawing: () => {
+          const el = apiRef.current?.getAppState().newElement;
+          return el && el.type === 'freedraw' ? el.id : null;
+        },
+        now: () => performance.now(),
         send: (m) => props.send(m),
         changed: (v) => setView({ ...v }),
         notify: props.notify,
@@ -56,22 +65,33 @@ export function Board(props: {
     [],
   );
 
-  useEffect(() => {
+  /**
+   * The board is handed to the connection only once the editor is ready:
+   * Excalidraw calls onChange for the first time after it loaded its initial
+   * data, which would otherwise replace a board.state applied before it (a
+   * reload or a late join showed an empty board). Messages arriving meanwhile
+   * wait in App's queue.
+   */
+  const ready = useRef(false);
+  const editorReady = () => {
+    if (ready.current || !apiRef.current) return;
+    ready.current = true;
     props.onReady({
       message: (msg) => {
         if (msg.type === 'board.state') sync.onState(msg);
         else if (msg.type === 'board.ops') sync.onOps(msg);
-        else if (msg.type === 'board.ack') sync.onAck(msg.ref, msg.seq);
+        else if (msg.type === 'board.ack') sync.onAck(msg.ref, msg.seq, msg.skipped);
         else if (msg.type === 'board.reject') sync.onReject(msg.ref, msg.message);
         else if (msg.type === 'board.resync') sync.onResync();
+        else if (msg.type === 'board.stroke') sync.onStroke(msg);
       },
       connected: () => sync.connected(),
       disconnected: () => sync.disconnected(),
     });
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [sync]);
+  };
 
   const onChange = (elements: readonly unknown[], appState: { scrollX: number; scrollY: number; zoom: { value: number } }) => {
+    editorReady();
     setSceneEls(elements as readonly ExEl[]);
     setViewport((v) => (v.scrollX === appState.scrollX && v.scrollY === appState.scrollY && v.zoom === appState.zoom.value ? v : { scrollX: appState.scrollX, scrollY: appState.scrollY, zoom: appState.zoom.value }));
     // Batch a burst of changes (a stroke being drawn) into one send every 60 ms.
@@ -84,6 +104,8 @@ export function Board(props: {
   };
 
   const submit = (op: BoardOp) => sync.submit(op);
+  // what the editor shows, for people's tests and the browser tests (ids, not content)
+  const live = useMemo(() => sceneEls.filter((e) => !e.isDeleted), [sceneEls]);
   const pinnedForMe = !!view?.pinned && props.role === 'student';
 
   return (
@@ -97,7 +119,7 @@ export function Board(props: {
           submit={submit}
         />
       )}
-      <div className="board-canvas" data-testid="board" data-elements={sceneEls.filter((e) => !e.isDeleted).length} data-seq={view?.seq ?? 0}>
+      <div className="board-canvas" data-testid="board" data-elements={live.length} data-ids={live.map((e) => e.id).join(' ')} data-seq={view?.seq ?? 0}>
         <Excalidraw
           excalidrawAPI={(api) => (apiRef.current = api)}
           onChange={onChange as never}

@@ -82,6 +82,9 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
       opacity: Math.round(Math.max(0, Math.min(100, ex.opacity ?? 100))),
     },
     locked: !!ex.locked,
+    // the editor's own version stamp travels as is: the server keeps the newer write (docs/board.md, "Sync model")
+    version: Math.max(1, Math.min(2 ** 31 - 1, Math.trunc(ex.version) || 1)),
+    version_nonce: Math.trunc(ex.versionNonce) | 0,
   };
   const size = { width: clampNum(Math.abs(ex.width), 100_000), height: clampNum(Math.abs(ex.height), 100_000) };
   const data = ex.customData as { kind?: string; latex?: string; fontSize?: number; label?: string; magnitude?: number | null; unit?: string } | undefined;
@@ -131,8 +134,8 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
   return null;
 }
 
-/** An Excalidraw element (skeleton: restoreElements fills the rest) for one of ours. */
-export function toExcalidraw(el: BoardElement, version: number, roughness: number): Partial<ExEl> & { id: string; type: string } {
+/** An Excalidraw element (skeleton: restoreElements fills the rest) for one of ours, with its version stamp. */
+export function toExcalidraw(el: BoardElement, roughness: number): Partial<ExEl> & { id: string; type: string } {
   const common = {
     id: el.id,
     x: el.x,
@@ -147,8 +150,8 @@ export function toExcalidraw(el: BoardElement, version: number, roughness: numbe
     roughness,
     index: el.z,
     locked: el.locked,
-    version,
-    versionNonce: Math.floor(Math.random() * 2 ** 31),
+    version: el.version,
+    versionNonce: el.version_nonce,
     isDeleted: false,
     groupIds: [],
     frameId: null,

@@ -1,10 +1,13 @@
-import type { BoardElement, BoardOp, BoardPage } from '../../../src/board/schema.js';
+import { isNewer, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
 import type { ServerMessage } from '../../../src/board/protocol.js';
-import { fromExcalidraw, toExcalidraw, type ExEl } from './convert.js';
+import { fromExcalidraw, isSyncable, toExcalidraw, type ExEl } from './convert.js';
 import { byteLength, fitElement, FRAME_OVERHEAD } from './fit.js';
 
 type StateMsg = Extract<ServerMessage, { type: 'board.state' }>;
 type OpsMsg = Extract<ServerMessage, { type: 'board.ops' }>;
+type StrokeMsg = Extract<ServerMessage, { type: 'board.stroke' }>;
+type Freehand = Extract<BoardElement, { type: 'freehand' }>;
+type StrokeOut = { type: 'board.stroke'; id: string; from: number; points: Freehand['points']; head?: Omit<Freehand, 'points'> };
 
 export interface SyncView {
   pages: BoardPage[];
@@ -17,9 +20,15 @@ export interface SyncView {
 export interface SyncHost {
   /** every element in the editor's scene, deleted ones included */
   scene(): readonly ExEl[];
-  /** replaces the scene without entering the local undo history */
-  setScene(elements: Partial<ExEl>[]): void;
-  send(msg: { type: 'board.op'; ref: string; op: BoardOp } | { type: 'board.sync'; since: number }): boolean;
+  /** replaces the scene without entering the local undo history; `fresh` are skeletons to restore, the rest are the scene's own objects */
+  setScene(elements: readonly (ExEl | Partial<ExEl>)[], fresh: Set<string>): void;
+  /** forgets the local undo history (another page is shown: its entries would act on elements not in the scene) */
+  clearHistory(): void;
+  /** id of the freehand stroke the person is drawing right now, if any */
+  drawing(): string | null;
+  /** a clock in ms (stroke deltas and commits are paced by it) */
+  now(): number;
+  send(msg: { type: 'board.op'; ref: string; op: BoardOp } | { type: 'board.sync'; since: number } | StrokeOut): boolean;
   changed(view: SyncView): void;
   notify(text: string): void;
   roughness: number;
@@ -28,35 +37,75 @@ export interface SyncHost {
   maxFrameBytes: number;
 }
 
+/** A change a person made, not yet acknowledged: the element as written, or its tombstone. */
+type Change = { kind: 'put'; el: BoardElement } | { kind: 'del'; t: Tombstone; page: string };
+
 const CHUNK = 100;
+/**
+ * A stroke in progress (docs/board-protocol.md, "Strokes in progress"): its new
+ * points go to the others at most every STROKE_DELTA_MS as `board.stroke`
+ * (relayed, not stored); the stroke itself is committed once, when the pen
+ * lifts. 200 ms (5 a second) looks live to the others and keeps the frames' own
+ * overhead small next to the points. Decision: no periodic commit while the pen
+ * moves (the issue allows one every few seconds): a stroke in progress survives
+ * a lost connection in the outbox, only closing the tab mid-stroke loses it, and
+ * each periodic commit would resend the whole stroke so far (measured: +70% bytes
+ * for a 12 s stroke, docs/benchmarks.md).
+ */
+const STROKE_DELTA_MS = 200;
+/** ... and only once this many new points are waiting (or STROKE_DELTA_MAX_MS passed): a frame's own ~70 bytes stay small next to its points */
+const STROKE_DELTA_POINTS = 16;
+const STROKE_DELTA_MAX_MS = 500;
+/** another person's stroke in progress that stopped growing and was never committed disappears after this */
+const LIVE_TTL_MS = 5000;
 let refCounter = 0;
 const nextRef = () => `r${Date.now().toString(36)}${(refCounter++).toString(36)}`;
-const same = (a: BoardElement | undefined, b: BoardElement) => !!a && JSON.stringify(a) === JSON.stringify(b);
+const stamp = (v: { version: number; version_nonce: number }) => `${v.version}:${v.version_nonce}`;
+const exStamp = (ex: ExEl) => `${ex.version}:${ex.versionNonce}`;
+/** the element's content without its version stamp: a version-only bump is not a change */
+const content = ({ version: _v, version_nonce: _n, ...rest }: BoardElement) => JSON.stringify(rest);
+const changeOf = (c: Change) => (c.kind === 'put' ? c.el : c.t);
 
 /**
- * Keeps the editor and the server's board in step (docs/board-protocol.md, "Client rules").
+ * Keeps the editor and the server's board in step, the way Excalidraw's own
+ * collaboration does (docs/board-protocol.md, "Client rules"):
  *
- * `confirmed` is the board as the server ordered it, up to `seq`. The editor's
- * scene is that plus my not yet acknowledged changes. Local edits are diffed
- * against what was last synced (by Excalidraw's element version) and sent as
- * operations; operations of others are applied in seq order, and a gap asks
- * for a resync. After a reconnect the scene is diffed against the server's
- * state again, so strokes drawn while offline are sent, not lost.
+ * - `confirmed` is the board as the server ordered it, up to `seq` (live
+ *   elements of every page). The server applies a write only when it is newer
+ *   (version, then the lower nonce), so applying its operations in seq order
+ *   keeps this equal to the server's board.
+ * - A person's edit is an element whose editor version went past `seen`, the
+ *   version this sync last knew for it. Whenever the sync itself puts elements
+ *   in the editor (a page shown, remote changes, loading the board), `seen`
+ *   takes the versions the editor ends with, so the editor's own housekeeping
+ *   during that update (index repair, version bumps) is never taken for an edit.
+ * - `mine` holds my changes until they are acknowledged: the editor shows them
+ *   over `confirmed` while they are newer, and after a reconnect they are sent
+ *   again (a resend of the same version is not newer: the server skips it).
+ * - Only the current page is in the editor's scene; other pages live in
+ *   `confirmed` only, so pages never share an index space.
  */
 export class BoardSync {
   private confirmed = new Map<string, BoardElement>();
-  /** Excalidraw version of each element as last sent or applied: equal means nothing to send */
-  private known = new Map<string, number>();
-  private pending = new Map<string, BoardOp>();
-  private pendingIds = new Map<string, number>();
+  private seen = new Map<string, number>();
+  /** the stamp of the element each scene element was last rendered from (or detected as) */
+  private from = new Map<string, string>();
+  private mine = new Map<string, Change>();
+  private outbox = new Map<string, Change>();
+  private inflight = new Map<string, { op: BoardOp; changes: Change[] }>();
   private seq = 0;
   private pages: BoardPage[] = [{ id: 'page-1', name: 'Page 1' }];
   private pinned: string | null = null;
   private page = 'page-1';
   private syncing = false;
   private online = false;
-  /** ids sent but not acknowledged when the connection dropped: the server may or may not have them */
-  private unsure = new Set<string>();
+  /** the first board.state was shown: before that the scene is not the board */
+  private loaded = false;
+  /** my stroke in progress: points sent as deltas so far, when the last delta went */
+  private stroke: { id: string; sent: number; lastDelta: number } | null = null;
+  /** others' strokes in progress, shown until their commit arrives */
+  private live = new Map<string, { el: Freehand; at: number }>();
+  private liveTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly host: SyncHost) {}
 
@@ -76,9 +125,14 @@ export class BoardSync {
   disconnected(): void {
     this.online = false;
     this.syncing = false;
-    for (const id of this.pendingIds.keys()) this.unsure.add(id);
-    this.pending.clear();
-    this.pendingIds.clear();
+    // unacknowledged operations may or may not have been applied: send them again after the sync
+    for (const { changes } of this.inflight.values()) for (const c of changes) this.requeue(c);
+    this.inflight.clear();
+  }
+
+  private requeue(c: Change): void {
+    const id = changeOf(c).id;
+    if (this.mine.get(id) === c && !this.outbox.has(id)) this.outbox.set(id, c);
   }
 
   private requestSync(): void {
@@ -90,85 +144,206 @@ export class BoardSync {
 
   onState(msg: StateMsg): void {
     this.syncing = false;
+    if (this.loaded && msg.seq < this.seq) {
+      // read before operations I applied meanwhile (the answer and the live stream cross): stale, ask again
+      this.requestSync();
+      return;
+    }
     if (msg.full) this.confirmed.clear();
     for (const id of msg.deleted_ids) this.confirmed.delete(id);
     for (const el of msg.elements) this.confirmed.set(el.id, el);
     this.seq = msg.seq;
     this.pages = msg.pages;
     this.pinned = msg.pinned_page_id;
+    const first = !this.loaded;
+    this.loaded = true;
     if (!this.pages.some((p) => p.id === this.page)) this.page = this.pages[0].id;
     this.followPin();
-    this.reconcile();
+    this.render(first);
     this.host.changed(this.view());
+    this.flush(); // what I drew offline, and what was in flight when the connection dropped
   }
 
   onOps(msg: OpsMsg): void {
+    if (!this.loaded) return; // the first board.state covers them (or, if read before them, the next gap asks again)
+    const page = this.page;
     for (const { seq, op } of msg.ops) {
       if (seq <= this.seq) continue;
-      if (seq !== this.seq + 1) return this.requestSync(); // a gap: the state answer covers the rest
+      if (seq !== this.seq + 1) {
+        this.requestSync(); // a gap: the state answer covers the rest
+        break;
+      }
       this.seq = seq;
       this.applyConfirmed(op as BoardOp);
     }
     this.followPin();
-    this.renderPage();
+    this.render(page !== this.page);
     this.host.changed(this.view());
   }
 
-  onAck(ref: string, seq: number | null): void {
-    const op = this.pending.get(ref);
-    this.pending.delete(ref);
-    if (op) this.release(op);
-    if (seq === null || seq <= this.seq) return;
-    if (seq !== this.seq + 1) return this.requestSync();
-    this.seq = seq;
-    if (op) this.applyConfirmed(op);
+  onAck(ref: string, seq: number | null, skipped: string[] = []): void {
+    const sent = this.inflight.get(ref);
+    this.inflight.delete(ref);
+    if (seq !== null && seq > this.seq && this.loaded) {
+      if (seq !== this.seq + 1) this.requestSync();
+      else {
+        this.seq = seq;
+        if (sent) this.applyConfirmed(withoutSkipped(sent.op, new Set(skipped)));
+      }
+    }
+    if (sent) for (const c of sent.changes) this.settle(c);
+    // an element of mine that lost to a newer version now shows the server's
+    if (sent && (seq === null || skipped.length)) this.render(false);
     this.host.changed(this.view());
   }
 
   onReject(ref: string, message: string): void {
-    const op = this.pending.get(ref);
-    this.pending.delete(ref);
-    if (op) this.release(op);
+    const sent = this.inflight.get(ref);
+    this.inflight.delete(ref);
     this.host.notify(message);
-    // Put the refused elements back as the server has them.
-    if (op) this.renderPage(true);
+    if (!sent) return;
+    for (const c of sent.changes) this.settle(c);
+    this.render(false); // put the refused elements back as the server has them
   }
 
   onResync(): void {
     this.requestSync();
   }
 
+  private settle(c: Change): void {
+    const id = changeOf(c).id;
+    if (this.mine.get(id) === c) this.mine.delete(id);
+  }
+
   // ---- local edits ----
 
-  /** Called (throttled) after the editor changed: sends what differs from the last synced state. */
-  flushLocal(): void {
-    if (!this.online || this.syncing) return;
-    const adds: BoardElement[] = [];
-    const updates: BoardElement[] = [];
-    const deletes: string[] = [];
+  /** Records what a person changed in the editor since the sync last looked (called on every editor change). */
+  detect(): void {
+    if (!this.loaded) return;
     for (const ex of this.host.scene()) {
-      if (this.known.get(ex.id) === ex.version) continue;
-      this.known.set(ex.id, ex.version);
+      if (!isSyncable(ex)) continue;
+      const known = this.seen.get(ex.id);
+      if (known !== undefined && ex.version <= known) continue;
+      this.seen.set(ex.id, ex.version);
+      this.from.set(ex.id, exStamp(ex));
+      const mine = this.mine.get(ex.id);
       if (ex.isDeleted) {
-        if (this.confirmed.has(ex.id) || this.pendingIds.has(ex.id)) deletes.push(ex.id);
+        if (mine?.kind === 'put' && this.outbox.get(ex.id) === mine && !this.confirmed.has(ex.id) && !this.inInflight(ex.id)) {
+          // drawn and erased before it was sent: nobody else ever had it
+          this.mine.delete(ex.id);
+          this.outbox.delete(ex.id);
+        } else if (this.confirmed.has(ex.id) || mine) {
+          this.record({ kind: 'del', t: { id: ex.id, version: ex.version, version_nonce: ex.versionNonce }, page: this.page });
+        }
         continue;
       }
       const el = fromExcalidraw(ex, this.page);
       if (!el) continue;
-      if (same(this.confirmed.get(el.id), el)) continue;
-      (this.confirmed.has(el.id) || this.pendingIds.has(el.id) ? updates : adds).push(el);
+      // a version bump that changed nothing (e.g. the editor finishing a stroke it already has) is not sent
+      const last = mine ? (mine.kind === 'put' ? mine.el : null) : this.confirmed.get(el.id);
+      if (last && content(last) === content(el)) {
+        this.from.set(ex.id, stamp(last)); // the scene object shows that write: keep it on screen as is
+        continue;
+      }
+      this.record({ kind: 'put', el });
     }
-    this.sendOps('element.add', adds);
-    this.sendOps('element.update', updates);
-    for (let i = 0; i < deletes.length; i += CHUNK) this.submit({ type: 'element.delete', ids: deletes.slice(i, i + CHUNK) });
+  }
+
+  private record(c: Change): void {
+    const id = changeOf(c).id;
+    this.mine.set(id, c);
+    this.outbox.set(id, c);
+  }
+
+  private inInflight(id: string): boolean {
+    for (const { changes } of this.inflight.values()) if (changes.some((c) => changeOf(c).id === id)) return true;
+    return false;
+  }
+
+  /** Called (throttled) after the editor changed: sends what a person changed. */
+  flushLocal(): void {
+    this.detect();
+    this.flush();
+  }
+
+  private flush(): void {
+    if (!this.online || this.syncing || !this.loaded || !this.outbox.size) return;
+    const held = this.streamStroke();
+    const adds: Change[] = [];
+    const updates: Change[] = [];
+    const deletes: Change[] = [];
+    for (const c of this.outbox.values()) {
+      if (c.kind === 'del') deletes.push(c);
+      else if (c.el.id !== held) (this.confirmed.has(c.el.id) ? updates : adds).push(c);
+    }
+    const keep = held ? this.outbox.get(held) : undefined;
+    this.outbox.clear();
+    if (keep) this.outbox.set(held!, keep);
+    this.sendElements('element.add', adds);
+    this.sendElements('element.update', updates);
+    for (let i = 0; i < deletes.length; i += CHUNK) {
+      const chunk = deletes.slice(i, i + CHUNK);
+      this.submitOp({ type: 'element.delete', elements: chunk.map((c) => (c as Extract<Change, { kind: 'del' }>).t) }, chunk);
+    }
+  }
+
+  /**
+   * The stroke being drawn: sends its new points as a delta when one is due,
+   * and returns its id (it stays in the outbox until the pen lifts).
+   */
+  private streamStroke(): string | null {
+    const id = this.host.drawing();
+    const c = id ? this.outbox.get(id) : undefined;
+    if (!id || c?.kind !== 'put' || c.el.type !== 'freehand') {
+      this.stroke = null;
+      return null;
+    }
+    const now = this.host.now();
+    if (this.stroke?.id !== id) this.stroke = { id, sent: 0, lastDelta: -Infinity };
+    const st = this.stroke;
+    const waiting = c.el.points.length - st.sent;
+    const since = now - st.lastDelta;
+    if (waiting > 0 && since >= STROKE_DELTA_MS && (waiting >= STROKE_DELTA_POINTS || since >= STROKE_DELTA_MAX_MS || st.sent === 0)) {
+      const { points, ...head } = c.el;
+      for (let from = st.sent; from < points.length; from += 500) {
+        this.host.send({ type: 'board.stroke', id, from, points: points.slice(from, from + 500), ...(from === 0 ? { head } : {}) });
+      }
+      st.sent = points.length;
+      st.lastDelta = now;
+    }
+    return id;
+  }
+
+  /** Someone's stroke in progress: shown as it grows, until its commit arrives. */
+  onStroke(msg: StrokeMsg): void {
+    let l = this.live.get(msg.id);
+    if (msg.from === 0 && msg.head) l = { el: { ...msg.head, points: msg.points } as Freehand, at: 0 };
+    else if (l && msg.from <= l.el.points.length) l = { el: { ...l.el, points: [...l.el.points.slice(0, msg.from), ...msg.points] }, at: 0 };
+    else return; // joined in the middle of it: the commit will show it
+    const conf = this.confirmed.get(msg.id);
+    if (conf?.type === 'freehand' && conf.points.length >= l.el.points.length) return;
+    l.at = this.host.now();
+    this.live.set(msg.id, l);
+    if (this.liveTimer) clearTimeout(this.liveTimer);
+    this.liveTimer = setTimeout(() => {
+      this.liveTimer = null;
+      this.render(false); // a stroke whose commit never came goes away
+    }, LIVE_TTL_MS + 50);
+    if (l.el.page_id === this.page) this.render(false);
   }
 
   /** Operations other than element edits (pages, pin), from the toolbar. */
   submit(op: BoardOp): void {
+    this.submitOp(op, []);
+  }
+
+  private submitOp(op: BoardOp, changes: Change[]): void {
     const ref = nextRef();
-    if (!this.host.send({ type: 'board.op', ref, op })) return;
-    this.pending.set(ref, op);
-    for (const id of idsOf(op)) this.pendingIds.set(id, (this.pendingIds.get(id) ?? 0) + 1);
+    if (!this.host.send({ type: 'board.op', ref, op })) {
+      for (const c of changes) this.requeue(c);
+      return;
+    }
+    this.inflight.set(ref, { op, changes });
   }
 
   goTo(pageId: string): void {
@@ -179,7 +354,7 @@ export class BoardSync {
     if (!this.pages.some((p) => p.id === pageId) || pageId === this.page) return;
     this.flushLocal();
     this.page = pageId;
-    this.renderPage(true);
+    this.render(true);
     this.host.changed(this.view());
   }
 
@@ -189,34 +364,30 @@ export class BoardSync {
    * is a stroke or line (every other point dropped until it fits); anything
    * else that big stays on this screen only, with a notice.
    */
-  private sendOps(type: 'element.add' | 'element.update', els: BoardElement[]): void {
+  private sendElements(type: 'element.add' | 'element.update', changes: Change[]): void {
     const budget = this.host.maxFrameBytes - FRAME_OVERHEAD;
     let chunk: BoardElement[] = [];
+    let carried: Change[] = [];
     let bytes = 0;
-    for (const original of els) {
-      const el = fitElement(original, budget);
+    for (const c of changes) {
+      const el = fitElement((c as Extract<Change, { kind: 'put' }>).el, budget);
       if (!el) {
         this.host.notify('This drawing is too large to share with the others.');
+        this.settle(c);
         continue;
       }
       const size = byteLength(JSON.stringify(el)) + 1;
       if (chunk.length && (chunk.length >= CHUNK || bytes + size > budget)) {
-        this.submit({ type, elements: chunk });
+        this.submitOp({ type, elements: chunk }, carried);
         chunk = [];
+        carried = [];
         bytes = 0;
       }
       chunk.push(el);
+      carried.push(c);
       bytes += size;
     }
-    if (chunk.length) this.submit({ type, elements: chunk });
-  }
-
-  private release(op: BoardOp): void {
-    for (const id of idsOf(op)) {
-      const n = (this.pendingIds.get(id) ?? 1) - 1;
-      if (n <= 0) this.pendingIds.delete(id);
-      else this.pendingIds.set(id, n);
-    }
+    if (chunk.length) this.submitOp({ type, elements: chunk }, carried);
   }
 
   private followPin(): void {
@@ -227,10 +398,17 @@ export class BoardSync {
     switch (op.type) {
       case 'element.add':
       case 'element.update':
-        for (const el of op.elements) this.confirmed.set(el.id, el);
+        for (const el of op.elements) {
+          this.confirmed.set(el.id, el);
+          const l = this.live.get(el.id);
+          if (l && (el.type !== 'freehand' || el.points.length >= l.el.points.length)) this.live.delete(el.id);
+        }
         return;
       case 'element.delete':
-        for (const id of op.ids) this.confirmed.delete(id);
+        for (const t of op.elements) {
+          this.confirmed.delete(t.id);
+          this.live.delete(t.id);
+        }
         return;
       case 'page.add': {
         const at = op.after_page_id ? this.pages.findIndex((p) => p.id === op.after_page_id) + 1 : this.pages.length;
@@ -258,70 +436,76 @@ export class BoardSync {
   }
 
   /**
-   * Shows the current page: confirmed elements, except those with my changes
-   * in flight (the editor has the newer version). `reset` replaces the scene
-   * entirely (page switch, refused operation).
+   * Shows the current page: the confirmed elements, with my unacknowledged
+   * changes over them while they are newer. Scene objects that already show
+   * the wanted version are passed back untouched (a stroke being drawn keeps
+   * going). `pageChanged`: another page (or the first load) replaces the
+   * scene and the undo history.
    */
-  private renderPage(reset = false): void {
-    const scene = new Map(this.host.scene().map((e) => [e.id, e]));
-    const out: Partial<ExEl>[] = [];
-    let changed = reset;
-    const onPage = [...this.confirmed.values()].filter((e) => e.page_id === this.page);
-    const wanted = new Set(onPage.map((e) => e.id));
-    for (const el of onPage) {
-      const cur = scene.get(el.id);
-      if (cur && !reset && this.pendingIds.has(el.id)) {
+  private render(pageChanged: boolean): void {
+    this.detect(); // nothing a person did may be mistaken for housekeeping below
+    const scene = pageChanged ? new Map<string, ExEl>() : new Map(this.host.scene().map((e) => [e.id, e]));
+    const out: (ExEl | Partial<ExEl>)[] = [];
+    const fresh = new Set<string>();
+    let changed = pageChanged;
+    const wanted = new Map<string, { el: BoardElement | null; tomb?: Tombstone; stamp: string }>();
+    for (const el of this.confirmed.values()) if (el.page_id === this.page) wanted.set(el.id, { el, stamp: stamp(el) });
+    const now = this.host.now();
+    for (const [id, l] of this.live) {
+      if (now - l.at > LIVE_TTL_MS) this.live.delete(id);
+      else if (l.el.page_id === this.page && !this.mine.has(id)) wanted.set(id, { el: l.el, stamp: `live:${l.el.points.length}` });
+    }
+    for (const c of this.mine.values()) {
+      const id = changeOf(c).id;
+      const conf = this.confirmed.get(id);
+      if (c.kind === 'put') {
+        if (c.el.page_id === this.page && !(conf && isNewer(conf, c.el))) wanted.set(id, { el: c.el, stamp: stamp(c.el) });
+      } else if (c.page === this.page && !(conf && isNewer(conf, c.t))) {
+        wanted.set(id, { el: conf ?? null, tomb: c.t, stamp: stamp(c.t) });
+      }
+    }
+    for (const [id, w] of wanted) {
+      const cur = scene.get(id);
+      const want = w.stamp;
+      if (cur && this.from.get(id) === want && cur.isDeleted === !!w.tomb) {
         out.push(cur);
         continue;
       }
-      const mine = cur && !cur.isDeleted ? fromExcalidraw(cur, this.page) : null;
-      if (cur && mine && same(el, mine)) {
-        out.push(cur);
-        continue;
-      }
-      const version = (cur?.version ?? 0) + 1;
-      out.push(toExcalidraw(el, version, this.host.roughness));
-      this.known.set(el.id, version);
       changed = true;
+      this.from.set(id, want);
+      if (w.tomb) {
+        if (cur) out.push({ ...cur, isDeleted: true, version: w.tomb.version, versionNonce: w.tomb.version_nonce });
+        else if (w.el) {
+          out.push({ ...toExcalidraw(w.el, this.host.roughness), isDeleted: true, version: w.tomb.version, versionNonce: w.tomb.version_nonce });
+          fresh.add(id);
+        }
+        continue;
+      }
+      out.push(toExcalidraw(w.el!, this.host.roughness));
+      fresh.add(id);
     }
     for (const cur of scene.values()) {
       if (wanted.has(cur.id)) continue;
-      if (!reset && (this.pendingIds.has(cur.id) || (!this.confirmed.has(cur.id) && !cur.isDeleted && this.known.get(cur.id) !== cur.version))) {
-        out.push(cur); // mine, not sent or not acknowledged yet
+      if (!isSyncable(cur) || cur.isDeleted) {
+        out.push(cur); // deleted here earlier: kept, so the person's undo can bring it back
         continue;
       }
-      if (!cur.isDeleted && (this.known.has(cur.id) || reset)) {
-        const version = cur.version + 1;
-        out.push({ ...cur, isDeleted: true, version });
-        this.known.set(cur.id, version);
-        changed = true;
-      }
+      // deleted by someone else (or my write of it lost): show it deleted
+      changed = true;
+      out.push({ ...cur, isDeleted: true, version: cur.version + 1 });
     }
-    if (changed) this.host.setScene(out.sort((a, b) => ((a.index ?? '') < (b.index ?? '') ? -1 : (a.index ?? '') > (b.index ?? '') ? 1 : 0)));
-  }
-
-  /** After a (re)sync: show the server's page, then send whatever my scene has that the server does not. */
-  private reconcile(): void {
-    const scene = this.host.scene();
-    for (const ex of scene) {
-      // Changed locally and not synced (drawn offline, or sent when the connection dropped):
-      // if the server lacks it or has it differently, forget its version so flushLocal sends it.
-      const dirty = this.known.get(ex.id) !== ex.version || this.unsure.has(ex.id);
-      if (!dirty) continue;
-      const el = ex.isDeleted ? null : fromExcalidraw(ex, this.page);
-      if (el && !same(this.confirmed.get(el.id), el)) this.known.delete(ex.id);
-      else if (ex.isDeleted && this.confirmed.get(ex.id)?.page_id === this.page) this.known.delete(ex.id);
-      else this.known.set(ex.id, ex.version);
-    }
-    this.unsure.clear();
-    const offline = scene.filter((ex) => !this.known.has(ex.id));
-    this.renderPage(false);
-    if (offline.length) queueMicrotask(() => this.flushLocal());
+    if (!changed) return;
+    out.sort((a, b) => ((a.index ?? '') < (b.index ?? '') ? -1 : (a.index ?? '') > (b.index ?? '') ? 1 : a.id! < b.id! ? -1 : 1));
+    this.host.setScene(out, fresh);
+    if (pageChanged) this.host.clearHistory();
+    // whatever the editor did to them while taking them in is not a person's edit
+    for (const ex of this.host.scene()) this.seen.set(ex.id, ex.version);
   }
 }
 
-function idsOf(op: BoardOp): string[] {
-  if (op.type === 'element.add' || op.type === 'element.update') return op.elements.map((e) => e.id);
-  if (op.type === 'element.delete') return op.ids;
-  return [];
+function withoutSkipped(op: BoardOp, skipped: Set<string>): BoardOp {
+  if (!skipped.size) return op;
+  if (op.type === 'element.add' || op.type === 'element.update') return { ...op, elements: op.elements.filter((e) => !skipped.has(e.id)) };
+  if (op.type === 'element.delete') return { ...op, elements: op.elements.filter((e) => !skipped.has(e.id)) };
+  return op;
 }

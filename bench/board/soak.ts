@@ -1,0 +1,57 @@
+/**
+ * `npm run soak:board -- --actions 200 --seed N`: the randomised two-person
+ * session (test/board/random.ts) for as long as asked, against a real gateway
+ * process serving the built page, in Debian's Chromium. Without `--seed` a
+ * random one is chosen and printed first; a failure prints the seed and every
+ * action, and the same command with that seed replays it. `--runs K` runs K
+ * sessions with seeds N, N+1, ... Exit code 1 on a failure.
+ */
+import { parseArgs } from 'node:util';
+import { BoardStore, toSnapshot } from '../../src/board/store.js';
+import { randomSession } from '../../test/board/random.js';
+import { browserBench } from './env.js';
+
+const { values } = parseArgs({ options: { actions: { type: 'string', default: '200' }, seed: { type: 'string' }, runs: { type: 'string', default: '1' } } });
+const ACTIONS = Number(values.actions);
+const SEED = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+const RUNS = Number(values.runs);
+
+async function main(): Promise<number> {
+  const bench = await browserBench('soak_board');
+  let failed = 0;
+  try {
+    const store = new BoardStore(bench.deps.sql);
+    for (let k = 0; k < RUNS; k++) {
+      const seed = SEED + k;
+      console.log(`soak:board seed=${seed} actions=${ACTIONS} (replay: npm run soak:board -- --seed ${seed} --actions ${ACTIONS})`);
+      const { lesson, teacher: tUrl, student: sUrl } = await bench.lesson(`soak ${seed}`);
+      const a = await bench.open(tUrl);
+      const b = await bench.open(sUrl);
+      const t0 = performance.now();
+      try {
+        const out = await randomSession({
+          people: [
+            { page: a, url: tUrl, role: 'teacher' },
+            { page: b, url: sUrl, role: 'student' },
+          ],
+          seed,
+          actions: ACTIONS,
+          // the snapshot document as GET /snapshot answers it, read from the same tables
+          snapshot: async () => toSnapshot(lesson.id, await store.read(lesson.id)),
+          log: process.env.SOAK_VERBOSE ? (l) => console.log(`  ${l}`) : undefined,
+        });
+        console.log(`  converged: ${out.elements} elements on ${out.pages} pages, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+      } catch (err) {
+        failed++;
+        console.error(String((err as Error).message));
+      }
+      await a.context().close();
+      await b.context().close();
+    }
+  } finally {
+    await bench.close();
+  }
+  return failed ? 1 : 0;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,54 @@
+import type { Page } from 'playwright-core';
+
+/**
+ * What a person does on the board page, with the mouse and keyboard, and what
+ * the page shows (its `data-elements` / `data-ids`). No test framework in
+ * here: the browser tests and bench/board/soak.ts share it.
+ */
+async function canvasBox(page: Page) {
+  return (await page.locator('[data-testid=board] canvas').last().boundingBox())!;
+}
+
+/** Draws a freehand stroke with the mouse, `points` moves long, starting at `from` (canvas coordinates). */
+export async function drawStroke(page: Page, from: [number, number], dx: number, points = 20) {
+  await page.locator('[data-testid="toolbar-freedraw"]').click({ force: true });
+  const box = await canvasBox(page);
+  await page.mouse.move(box.x + from[0], box.y + from[1]);
+  await page.mouse.down();
+  for (let i = 1; i <= points; i++) await page.mouse.move(box.x + from[0] + (dx * i) / points, box.y + from[1] + Math.sin(i / 3) * 30);
+  await page.mouse.up();
+}
+
+/** Draws a rectangle by dragging; the editor selects it afterwards. */
+export async function drawRect(page: Page, from: [number, number], size: [number, number]) {
+  await page.locator('[data-testid="toolbar-rectangle"]').click({ force: true });
+  const box = await canvasBox(page);
+  await page.mouse.move(box.x + from[0], box.y + from[1]);
+  await page.mouse.down();
+  await page.mouse.move(box.x + from[0] + size[0] / 2, box.y + from[1] + size[1] / 2, { steps: 3 });
+  await page.mouse.move(box.x + from[0] + size[0], box.y + from[1] + size[1], { steps: 3 });
+  await page.mouse.up();
+}
+
+/** Clicks at a canvas point with the selection tool (selects what is there). */
+export async function clickAt(page: Page, at: [number, number]) {
+  await page.locator('[data-testid="toolbar-selection"]').click({ force: true });
+  const box = await canvasBox(page);
+  await page.mouse.click(box.x + at[0], box.y + at[1]);
+}
+
+/** Elements the page's editor shows (not deleted) on its current page. */
+export const shown = async (page: Page) => Number(await page.locator('[data-testid=board]').getAttribute('data-elements'));
+
+/** Waits until the page shows exactly `n` elements. */
+export const showsExactly = (page: Page, n: number, timeout = 15_000) =>
+  page.waitForFunction((k) => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === k, n, { timeout });
+
+/** Goes to the i-th page tab. */
+export async function goToPage(page: Page, i: number) {
+  await page.locator(`[data-testid=page-tab-${i}]`).click();
+  await page.locator(`[data-testid=page-tab-${i}].current`).waitFor();
+}
+
+/** Ids of the elements the page's editor shows on its current page, sorted. */
+export const shownIds = async (page: Page) => ((await page.locator('[data-testid=board]').getAttribute('data-ids')) ?? '').split(' ').filter(Boolean).sort();
