@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BoardWork, elementBytes } from '../../src/board/apply.js';
 import { BoardOpError } from '../../src/board/errors.js';
 import { BOARD_LIMITS } from '../../src/board/limits.js';
-import { rect, text } from './factories.js';
+import { del, rect, text } from './factories.js';
 
 const student = { role: 'student' as const };
 
@@ -19,9 +19,10 @@ describe('the text budget (a character of text counts BOARD_LIMITS.textWeight by
     const t = text('t', 'a'.repeat(1000));
     w.apply({ type: 'element.add', elements: [t] }, student);
     expect(w.head.live_bytes).toBe(elementBytes(t) + (BOARD_LIMITS.textWeight - 1) * 1000);
-    w.apply({ type: 'element.update', elements: [{ ...t, text: 'short' }] }, student);
-    expect(w.head.live_bytes).toBe(elementBytes({ ...t, text: 'short' }) + (BOARD_LIMITS.textWeight - 1) * 5);
-    w.apply({ type: 'element.delete', ids: ['t'] }, student);
+    const shorter = { ...t, text: 'short', version: t.version + 1 };
+    w.apply({ type: 'element.update', elements: [shorter] }, student);
+    expect(w.head.live_bytes).toBe(elementBytes(shorter) + (BOARD_LIMITS.textWeight - 1) * 5);
+    w.apply({ type: 'element.delete', elements: [del('t', t.version + 2)] }, student);
     expect(w.head.live_bytes).toBe(0);
   });
 

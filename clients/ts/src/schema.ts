@@ -1170,7 +1170,7 @@ export interface paths {
         };
         /**
          * A PNG thumbnail of the board (the pinned page, else the first)
-         * @description Rendered on the server from the board state; never older than the board (a stale picture is rendered again on read). 404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match (RFC 9110: a list, weak comparison, `*`) answers 304.
+         * @description Rendered on the server from the board state; never older than the board (a stale picture is rendered again on read). 404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match (RFC 9110: a list, weak comparison, `*`) answers 304. A render is bounded: a page beyond its drawing budget gives an approximate picture; when the renderer is busy or a render passes its time or memory limit, 503 unavailable with Retry-After, within 10 s.
          */
         get: {
             parameters: {
@@ -3045,6 +3045,8 @@ export interface components {
             style: components["schemas"]["BoardStyle"];
             /** @default false */
             locked: boolean;
+            version: number;
+            version_nonce: number;
             /** @constant */
             type: "freehand";
             points: ([
@@ -3076,6 +3078,8 @@ export interface components {
             style: components["schemas"]["BoardStyle"];
             /** @default false */
             locked: boolean;
+            version: number;
+            version_nonce: number;
             /** @enum {string} */
             type: "rectangle" | "ellipse" | "diamond";
             width: number;
@@ -3101,6 +3105,8 @@ export interface components {
             style: components["schemas"]["BoardStyle"];
             /** @default false */
             locked: boolean;
+            version: number;
+            version_nonce: number;
             /** @enum {string} */
             type: "line" | "arrow";
             points: [
@@ -3138,6 +3144,8 @@ export interface components {
             style: components["schemas"]["BoardStyle"];
             /** @default false */
             locked: boolean;
+            version: number;
+            version_nonce: number;
             /** @constant */
             type: "text";
             text: string;
@@ -3176,6 +3184,8 @@ export interface components {
             style: components["schemas"]["BoardStyle"];
             /** @default false */
             locked: boolean;
+            version: number;
+            version_nonce: number;
             /** @constant */
             type: "formula";
             latex: string;
@@ -3204,6 +3214,8 @@ export interface components {
             style: components["schemas"]["BoardStyle"];
             /** @default false */
             locked: boolean;
+            version: number;
+            version_nonce: number;
             /** @constant */
             type: "vector";
             dx: number;
