@@ -2,6 +2,7 @@ import type { Redis } from '../../src/redis.js';
 import { RateLimiter } from '../../src/lib/rateLimiter.js';
 import type { ClientConnection } from '../ClientConnection.js';
 import { featureError } from '../features/frames.js';
+import type { BoardErrorCode } from '../../src/board/errors.js';
 
 /** A budget of one message type per person, shared by every socket of the person on every node. */
 export interface PersonRate {
@@ -71,8 +72,7 @@ export const PERSON_RATES: Record<string, PersonRate> = {
   'board.op': {
     rate: 20,
     burst: 60,
-    // `unavailable` ("nothing was applied; try again"): the board protocol's codes are a closed enum (src/board/errors.ts)
     refuse: (conn, msg: { ref: string }) =>
-      conn.send(JSON.stringify({ type: 'board.reject', ref: msg.ref, code: 'unavailable', message: 'too many board operations: at most 20 a second per person; try again' })),
+      conn.send(JSON.stringify({ type: 'board.reject', ref: msg.ref, code: 'rate_limited' satisfies BoardErrorCode, message: 'too many board operations: at most 20 a second per person; try again' })),
   },
 };

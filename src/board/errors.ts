@@ -13,6 +13,7 @@ export const BOARD_ERROR_CODES = [
   'board_full', // the board's element, byte or page limit would be exceeded
   'archived', // the lesson was deleted
   'unavailable', // the operation could not be stored (Postgres); nothing was applied
+  'rate_limited', // the person sent more board operations than their budget (across their sockets); nothing was applied
 ] as const;
 export type BoardErrorCode = (typeof BOARD_ERROR_CODES)[number];
 

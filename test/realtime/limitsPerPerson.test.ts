@@ -130,7 +130,7 @@ describe('chat and board operations per person', () => {
     expect(acks.length).toBeGreaterThanOrEqual(60);
     expect(acks.length).toBeLessThanOrEqual(Math.min(79, 60 + Math.ceil(((Date.now() - started) / 1000) * 20)));
     expect(acks.length + rejects.length).toBe(80);
-    for (const r of rejects) expect(r).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/board operations/) });
+    for (const r of rejects) expect(r).toMatchObject({ code: 'rate_limited', message: expect.stringMatching(/board operations/) });
     for (const a of [a1, a2]) {
       const seqs = a.of('board.ack').map((m) => m.seq as number);
       expect(seqs).toEqual([...seqs].sort((x, y) => x - y));

@@ -178,6 +178,9 @@ export function App({ token }: { token: string }) {
           notify(e.code === 'rate_limited' ? 'Too many messages at once: wait a moment and press Send again.' : `Message not sent: ${e.message ?? e.code}`);
           return;
         }
+        // A signal to a tab that just left (`not_found`) is the call's own business: the peer's tile goes
+        // with its rtc.bye / presence `left`; telling the person would only alarm them.
+        if (e.ref?.startsWith('rtc.') && e.code === 'not_found') return;
         notify(String(e.message ?? 'Something went wrong'));
         return;
       }
