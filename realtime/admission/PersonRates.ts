@@ -4,11 +4,14 @@ import type { ClientConnection } from '../ClientConnection.js';
 import { featureError } from '../features/frames.js';
 import type { BoardErrorCode } from '../../src/board/errors.js';
 
-/** A budget of one message type per person, shared by every socket of the person on every node. */
+/**
+ * A budget of one message type per person, shared by every socket of the person on every node:
+ * at most `burst` messages in any rolling `burst / rate` seconds (so `rate` a second on average).
+ */
 export interface PersonRate {
-  /** messages per second, sustained */
+  /** messages per second, on average */
   rate: number;
-  /** at most this many at once */
+  /** at most this many in any `burst / rate` seconds */
   burst: number;
   /** what the sender gets for a message over the budget (the message is dropped) */
   refuse(conn: ClientConnection, msg: any): void;
@@ -16,8 +19,8 @@ export interface PersonRate {
 
 /**
  * Rates of message types counted per person across sockets and nodes (chat
- * lines, board operations): the same GCRA Lua script in Redis as the partner
- * API's limit (src/lib/rateLimiter.ts, key `rl:p:<type>:<lesson>:<person>`),
+ * lines, board operations): the same sliding-window script in Redis as the partner
+ * API's limit (src/lib/rateLimiter.ts, keys `rlw:{p:<type>:<lesson>:<person>}`),
  * so ten sockets of one link on three nodes share one budget. If Redis is
  * unreachable the limiter keeps the budget in this process (fail open, per
  * node).
@@ -58,8 +61,8 @@ export class PersonRates {
 
 /**
  * The per-person budgets of the gateway (docs/protocol.md, "Limits per person").
- * Chat: 3 lines a second, bursts of 10 (a person typing never reaches it).
- * Board operations: 20 a second, bursts of 60: the page sends at most one
+ * Chat: at most 10 lines in any 3⅓ s (a person typing never reaches it).
+ * Board operations: at most 60 in any 3 s (20 a second on average): the page sends at most one
  * every 60 ms while drawing (about 17 a second) in chunks of 100 elements,
  * and a paste or a resync after a reconnect sends a few dozen at once.
  */
@@ -67,12 +70,12 @@ export const PERSON_RATES: Record<string, PersonRate> = {
   'chat.send': {
     rate: 3,
     burst: 10,
-    refuse: (conn) => conn.send(featureError('rate_limited', 'at most 3 chat messages per second', 'chat.send')),
+    refuse: (conn) => conn.send(featureError('rate_limited', 'at most 10 chat messages in any 3 seconds or so; wait a moment', 'chat.send')),
   },
   'board.op': {
     rate: 20,
     burst: 60,
     refuse: (conn, msg: { ref: string }) =>
-      conn.send(JSON.stringify({ type: 'board.reject', ref: msg.ref, code: 'rate_limited' satisfies BoardErrorCode, message: 'too many board operations: at most 20 a second per person; try again' })),
+      conn.send(JSON.stringify({ type: 'board.reject', ref: msg.ref, code: 'rate_limited' satisfies BoardErrorCode, message: 'too many board operations: at most 60 in any 3 s per person; try again' })),
   },
 };

@@ -108,13 +108,17 @@ export class RateLimiter {
   private readonly keys = new Map<string, KeyState>();
   /** Redis calls made (a figure for tests and benchmarks) */
   redisCalls = 0;
+  readonly periodMs: number;
 
   constructor(
     private readonly redis: Redis,
     readonly limit: number,
-    readonly periodMs = 60_000,
+    periodMs = 60_000,
     private readonly opts: { timeoutMs?: number; onRedisError?: (err: unknown) => void; now?: () => number } = {},
   ) {
+    // Whole milliseconds: the script's PEXPIRE refuses a fraction, and a refused script fails open
+    // (a budget of 10 per 10/3 s, the gateway's chat, was not enforced at all).
+    this.periodMs = Math.ceil(periodMs);
     // ioredis runs it by EVALSHA and sends the source again after a Redis restart (NOSCRIPT)
     if (typeof (redis as unknown as WindowRedis).slidingWindowTake !== 'function') {
       redis.defineCommand('slidingWindowTake', { numberOfKeys: 2, lua: WINDOW_LUA });

@@ -167,4 +167,13 @@ describe('rate limit under load: reservations (src/lib/rateLimiter.ts)', () => {
     expect(await limiter.take(key)).toMatchObject({ allowed: true });
     expect(limiter.redisCalls).toBe(2);
   });
+
+  it('enforces a period that is not a whole number of milliseconds (the gateway chat: 10 per 10/3 s) instead of failing open', async () => {
+    const key = `fraction-${Date.now()}`;
+    const errors: unknown[] = [];
+    const limiter = new RateLimiter(deps.redis, 10, (10 / 3) * 1000, { onRedisError: (e) => errors.push(e) });
+    const decisions = await Promise.all(Array.from({ length: 16 }, () => limiter.take(key)));
+    expect(errors).toEqual([]);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+  });
 });

@@ -82,7 +82,8 @@ async function act(p: Person, action: Action, r: () => number, marks: Map<Page, 
       return 'redo';
     case 'page': {
       const add = page.getByRole('button', { name: 'Add page' });
-      if ((await tabs(page)) >= 4 || (await add.isDisabled()) || !(await add.isVisible())) return 'add page: skipped';
+      // isVisible first: it answers at once, while isDisabled waits for a button that is not there (a student while a page is pinned)
+      if ((await tabs(page)) >= 4 || !(await add.isVisible()) || (await add.isDisabled())) return 'add page: skipped';
       await add.click();
       return 'add page';
     }

@@ -24,7 +24,7 @@ export function chatFeature(deps: Deps): GatewayFeature {
     schema: ClientMessages['chat.send'],
     description: 'A chat line; relayed to everyone in the lesson (sender included) as `chat`.',
     handle({ conn, gateway, now }, msg) {
-      // the rate (3 lines a second per person across sockets and nodes) is the gateway's: admission/PersonRates.ts
+      // the rate (10 lines in any 3⅓ s per person across sockets and nodes) is the gateway's: admission/PersonRates.ts
       const { id, name, role } = conn.person;
       const frame = JSON.stringify({ type: 'chat', id: randomBase62(12), from: { id, name, role }, text: msg.text, at: new Date(now).toISOString() });
       gateway.broadcast(conn.lessonId, frame);
