@@ -51,12 +51,15 @@ describe('the render bomb', () => {
     for (const f of flood) await plant(deps.sql, f.lesson.id, pointBomb(30));
 
     const [apiPort, gwPort] = [await freePort(), await freePort()];
+    // the probe sends a cursor every 20 ms, over a person's cursor budget (30/s): lift it, or the
+    // budget, not the renderer, would decide how many arrive
+    const cursors = { GATEWAY_PERSON_CURSORS_PER_SECOND: '1000', GATEWAY_PERSON_CURSOR_BURST: '1000' };
     const svc = await spawnService(
-      { ROLES: 'api,gateway', API_PORT: String(apiPort), GATEWAY_PORT: String(gwPort), BOARD_PREVIEW_DEBOUNCE_MS: '0', BOARD_PREVIEW_MIN_INTERVAL_MS: '0', LOG_LEVEL: 'warn' },
+      { ROLES: 'api,gateway', API_PORT: String(apiPort), GATEWAY_PORT: String(gwPort), BOARD_PREVIEW_DEBOUNCE_MS: '0', BOARD_PREVIEW_MIN_INTERVAL_MS: '0', LOG_LEVEL: 'warn', ...cursors },
       `http://127.0.0.1:${gwPort}/readyz`,
     );
     const ctlPort = await freePort();
-    await spawnService({ ROLES: 'gateway', GATEWAY_PORT: String(ctlPort), LOG_LEVEL: 'warn' }, `http://127.0.0.1:${ctlPort}/readyz`);
+    await spawnService({ ROLES: 'gateway', GATEWAY_PORT: String(ctlPort), LOG_LEVEL: 'warn', ...cursors }, `http://127.0.0.1:${ctlPort}/readyz`);
     const pid = svc.child.pid!;
     // warm-up: the render child's first start compiles the TypeScript sources (tsx); built, it starts in ~0.1 s
     await plant(deps.sql, calm.lesson.id, [rect('r1')]);

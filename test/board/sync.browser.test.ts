@@ -67,8 +67,11 @@ describe('the board in two browsers', () => {
     await a.locator('[data-testid="toolbar-text"]').click({ force: true });
     const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
     await a.mouse.click(box.x + 650, box.y + 450);
+    // type only once the text editor is open (on a loaded machine the first keys could come before it)
+    await a.locator('textarea.excalidraw-wysiwyg').waitFor();
     await a.keyboard.type('Homework: page 12');
     await a.keyboard.press('Escape');
+    await a.locator('textarea.excalidraw-wysiwyg').waitFor({ state: 'detached' });
     await expect.poll(async () => (await s.snapshot(lesson.id)).elements.length, { timeout: 10_000 }).toBe(5);
     const ids = (await snapshotByPage(lesson.id)).get('page-1')!;
     const seq = (await s.snapshot(lesson.id)).seq;
