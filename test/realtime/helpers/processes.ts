@@ -11,6 +11,11 @@ afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
   children.clear();
 });
+// a backstop, as test/helpers/process.ts has: a worker that ends without the afterAll (a filtered or
+// aborted run) must not leave gateways running (two were found still serving a test database)
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
 
 export interface GatewayProcess {
   pid: number;
