@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { loadConfig, type Config } from '../../src/config.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createDeps, type Deps } from '../../src/deps.js';
@@ -8,7 +8,7 @@ import { createLesson } from '../../src/domain/lessons.js';
 import { issueLink } from '../../src/domain/links.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { builtWeb } from '../../test/board/web.js';
+import { builtWeb, launchChromium } from '../../test/board/web.js';
 import { spawnGateway, type GatewayProc } from './fanout.js';
 
 /**
@@ -52,7 +52,7 @@ export async function browserBench(kind: string) {
   const { config, deps } = db;
   const web = process.env.WEB_DIR ?? builtWeb();
   const gw: GatewayProc = await spawnGateway({ DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '60000' });
-  const browser: Browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+  const browser: Browser = await launchChromium();
   const origin = `http://127.0.0.1:${gw.port}`;
   const partner = await createPartner(deps.sql, { name: kind });
   await topUp(deps.sql, { partnerId: partner.id, minutes: 100_000, at: new Date() });

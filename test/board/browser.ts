@@ -1,19 +1,18 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { afterAll } from 'vitest';
 import { createLesson } from '../../src/domain/lessons.js';
 import { issueLink } from '../../src/domain/links.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway, type TestGateway } from '../realtime/helpers/gateway.js';
-import { builtWeb } from './web.js';
+import { builtWeb, launchChromium } from './web.js';
 
 /**
  * What the browser tests of the page chrome share (page-chrome, phone, call):
  * the REAL gateway serving the built page, Debian's Chromium with fake media,
  * and a page that records whatever leaves the origin and every console error.
  */
-export const CHROMIUM = '/usr/bin/chromium';
 export const ARTIFACTS = path.resolve('test-artifacts');
 
 export const PHONE: BrowserContextOptions = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
@@ -39,22 +38,13 @@ export interface PageStack {
   shot(page: Page, name: string): Promise<void>;
 }
 
-/** Starts the gateway and Chromium for one test file; both close after it. */
-/** `env`: gateway settings for this file (e.g. a smaller socket cap). */
+/** Starts the gateway and Chromium for one test file; both close after it. `env`: gateway settings for this file (e.g. a smaller socket cap). */
 export async function startPageStack(env: Record<string, string> = {}): Promise<PageStack> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
   const gw = await startTestGateway({ env: { WEB_DIR: builtWeb(), BOARD_PREVIEW_DEBOUNCE_MS: '500', ...env } });
   const origin = `http://127.0.0.1:${gw.port}`;
   const p = await partnerFactory(gw.deps.sql);
   mkdirSync(ARTIFACTS, { recursive: true });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync',
-      '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream',
-    ],
-  });
+  const browser = await launchChromium({ fakeMedia: true });
   afterAll(async () => {
     await browser.close();
   });

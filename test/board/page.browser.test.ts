@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLesson } from '../../src/domain/lessons.js';
 import { issueLink } from '../../src/domain/links.js';
@@ -8,7 +8,7 @@ import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { startProxy } from './proxy.js';
-import { builtWeb } from './web.js';
+import { builtWeb, launchChromium } from './web.js';
 
 /**
  * The participant page in Debian's Chromium (never a downloaded browser),
@@ -20,7 +20,6 @@ import { builtWeb } from './web.js';
  * Chromium must be installed (.ci/run installs it): without it these tests
  * fail with a message saying so, they are not skipped.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.resolve('test-artifacts');
 
 const web = builtWeb();
@@ -34,18 +33,9 @@ describe('the participant page in Chromium, served by the gateway', () => {
   let p: PartnerFixture;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
     p = await partnerFactory(gw.deps.sql);
     mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        // playwright's launch() always starts from a fresh temporary profile (its own --user-data-dir)
-        '--disable-component-update', '--disable-sync',
-        '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream',
-      ],
-    });
+    browser = await launchChromium({ fakeMedia: true });
   }, 120_000);
 
   afterAll(async () => {

@@ -1,13 +1,13 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { createLesson } from '../../src/domain/lessons.js';
 import { issueLink } from '../../src/domain/links.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
-import { builtWeb } from './web.js';
+import { builtWeb, launchChromium } from './web.js';
 
 /**
  * Two people on one board in Debian's Chromium, for the sync tests
@@ -15,7 +15,6 @@ import { builtWeb } from './web.js';
  * serving the built page, the REAL partner API for the snapshot, one database
  * and Redis. Everything a test does goes through the mouse and keyboard.
  */
-export const CHROMIUM = '/usr/bin/chromium';
 export const ARTIFACTS = path.resolve('test-artifacts');
 
 export interface BoardElementLite {
@@ -33,13 +32,9 @@ export async function startSession() {
   let p: PartnerFixture;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
     p = await partnerFactory(gw.deps.sql);
     mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();

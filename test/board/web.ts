@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const INPUTS = ['web/src', 'web/static', 'web/build.ts', 'src/board/schema.ts', 'src/board/protocol.ts', 'src/board/limits.ts', 'src/board/errors.ts', 'package-lock.json'];
@@ -35,4 +36,26 @@ export function builtWeb(): string {
     rmSync(tmp, { recursive: true, force: true }); // another test file built it meanwhile
   }
   return dir;
+}
+
+/** Debian's Chromium (never a downloaded browser: .ci/run installs the package). */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Debian's Chromium, headless, as the browser tests and the board benchmarks
+ * drive it: root needs --no-sandbox, and the background-networking flags keep
+ * it from calling out of a machine with no network. playwright's launch()
+ * always starts from a fresh temporary profile. `fakeMedia`: a fake camera and
+ * microphone, granted without a prompt (call tests).
+ */
+export async function launchChromium(opts: { fakeMedia?: boolean } = {}): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync',
+      ...(opts.fakeMedia ? ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'] : []),
+    ],
+  });
 }
