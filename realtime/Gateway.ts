@@ -28,6 +28,7 @@ import { welcomeFrame } from './protocol/welcome.js';
 
 /** How a relayed cursor frame starts (protocol/messages/cursor.ts): its sender's id follows. */
 const CURSOR_FROM = '{"type":"cursor","from":"';
+const NONE: readonly ClientConnection[] = [];
 
 export interface GatewayOptions {
   features?: GatewayFeature[];
@@ -225,9 +226,15 @@ export class Gateway implements GatewayApi {
    * publish; only a person with several sockets here costs a loop.
    */
   private deliverExceptPerson(room: LessonRoom, text: string, personId: string, sender?: ClientConnection): void {
-    const mine = this.people.get(room.lessonId, personId)?.conns ?? [];
-    const others = mine.filter((c) => c !== sender && c.state === 'present');
-    if (others.length === 0) return room.deliver(text, sender);
+    // per cursor frame: a loop that allocates nothing and stops at the first other socket
+    let othersHere = false;
+    for (const c of this.people.get(room.lessonId, personId)?.conns ?? NONE) {
+      if (c !== sender && c.state === 'present') {
+        othersHere = true;
+        break;
+      }
+    }
+    if (!othersHere) return room.deliver(text, sender);
     for (const c of room.conns) if (c.state === 'present' && c.person.id !== personId) c.send(text);
   }
 
