@@ -1,6 +1,7 @@
 import type { Redis } from '../../src/redis.js';
 import { RateLimiter } from '../../src/lib/rateLimiter.js';
 import type { ClientConnection } from '../ClientConnection.js';
+import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { featureError } from '../features/frames.js';
 import type { BoardErrorCode } from '../../src/board/errors.js';
 
@@ -31,7 +32,8 @@ export interface PersonRate {
  */
 export class PersonRates {
   private readonly limiters = new Map<string, { rate: PersonRate; limiter: RateLimiter }>();
-  private readonly queues = new WeakMap<ClientConnection, Promise<void>>();
+  /** per connection: its gated messages are decided and handled in arrival order (handle reports its own failures) */
+  private readonly queues = new KeyedQueue(() => undefined);
 
   constructor(redis: Redis, rates: Record<string, PersonRate>, onRedisError?: (err: unknown) => void) {
     for (const [type, rate] of Object.entries(rates)) {
@@ -48,14 +50,12 @@ export class PersonRates {
     const l = this.limiters.get(type)!;
     const key = `p:${type}:${conn.lessonId}:${conn.person.id}`;
     const decision = l.limiter.take(key);
-    const prev = this.queues.get(conn) ?? Promise.resolve();
-    const next = prev.then(async () => {
+    void this.queues.run(conn.id, async () => {
       const d = await decision.catch(() => ({ allowed: true }));
       if (conn.state !== 'present') return;
       if (d.allowed) handle();
       else l.rate.refuse(conn, msg);
-    }).catch(() => undefined); // handle reports its own failures; the queue must go on
-    this.queues.set(conn, next);
+    });
   }
 }
 
