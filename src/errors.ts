@@ -48,6 +48,9 @@ export const ERROR_CODES = {
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** The body of an unexpected failure (500): nothing of the failure itself reaches the client. */
+export const INTERNAL_ERROR_BODY = { detail: { code: 'internal', message: 'Internal error' } } as const;
+
 /** The response body of an error (the spec's form; 422 lists the fields). */
 export function errorBody(err: AppError): unknown {
   return err.issues ? { detail: err.issues } : { detail: { code: err.code, message: err.message } };
@@ -74,8 +77,9 @@ export const Errors = {
   idempotencyKeyInUse: () => make('idempotency_key_in_use', 'A request with this Idempotency-Key is still running; retry later'),
   payloadTooLarge: (limit: number) => make('payload_too_large', `Request body is larger than ${limit} bytes`),
   unsupportedMediaType: () => make('unsupported_media_type', 'Request body must be application/json'),
-  rateLimited: (retryAfterSeconds: number) =>
-    make('rate_limited', 'Too many requests', { 'Retry-After': String(retryAfterSeconds) }),
+  /** `retryAfterMs` from the limiter's decision; Retry-After is whole seconds, at least 1 */
+  rateLimited: (retryAfterMs: number) =>
+    make('rate_limited', 'Too many requests', { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) }),
   unavailable: (message = 'Service temporarily unavailable') => make('unavailable', message),
   validation: (issues: ValidationIssue[]) =>
     new AppError(422, 'validation_error', 'Request validation failed', issues),

@@ -22,7 +22,7 @@ export function auth(cache: AuthCache, unauthenticated: RateLimiter) {
     let result = key ? cache.cached(key) : undefined;
     if (!result) {
       const d = await unauthenticated.take(`addr:${ctx.ip}`);
-      if (!d.allowed && !(key && cache.knownValid(key))) throw Errors.rateLimited(Math.max(1, Math.ceil(d.retryAfterMs / 1000)));
+      if (!d.allowed && !(key && cache.knownValid(key))) throw Errors.rateLimited(d.retryAfterMs);
       result = (key && (await cache.authenticate(key))) || undefined;
       if (!result) throw Errors.unauthorized();
     }

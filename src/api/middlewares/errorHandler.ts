@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import type { Logger } from '../../logger.js';
-import { AppError } from '../../errors.js';
+import { AppError, errorBody, INTERNAL_ERROR_BODY } from '../../errors.js';
 import type { ApiContext } from '../route.js';
 import { ClientClosedRequest } from './jsonBody.js';
 
@@ -20,7 +20,7 @@ export async function errorHandler(ctx: ApiContext, next: Next): Promise<void> {
     if (err instanceof AppError) {
       ctx.status = err.status;
       for (const [k, v] of Object.entries(err.headers ?? {})) ctx.set(k, v);
-      ctx.body = err.issues ? { detail: err.issues } : { detail: { code: err.code, message: err.message } };
+      ctx.body = errorBody(err);
       return;
     }
     const log = ctx.state.deps?.log;
@@ -31,7 +31,7 @@ export async function errorHandler(ctx: ApiContext, next: Next): Promise<void> {
     }
     log?.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
     ctx.status = 500;
-    ctx.body = { detail: { code: 'internal', message: 'Internal error' } };
+    ctx.body = INTERNAL_ERROR_BODY;
   }
 }
 

@@ -13,7 +13,7 @@ export function rateLimit(limiter: RateLimiter) {
     const d = await limiter.take(ctx.state.auth.keyId);
     ctx.set('RateLimit-Policy', policy);
     ctx.set('RateLimit', `"default";r=${d.remaining};t=${Math.ceil(d.resetMs / 1000)}`);
-    if (!d.allowed) throw Errors.rateLimited(Math.max(1, Math.ceil(d.retryAfterMs / 1000)));
+    if (!d.allowed) throw Errors.rateLimited(d.retryAfterMs);
     await next();
   };
 }
