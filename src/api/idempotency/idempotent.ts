@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppError, errorBody, Errors } from '../../errors.js';
+import { AppError, errorBody, Errors, INTERNAL_ERROR_BODY } from '../../errors.js';
 import { sha256 } from '../../lib/crypto.js';
 import { webhookRuntime } from '../../webhooks/runtime.js';
 import type { ApiContext } from '../route.js';
@@ -46,17 +46,21 @@ export async function idempotent(ctx: ApiContext, rawBody: unknown, run: () => P
   // Stored bodies are sealed like webhook secrets (AES-256-GCM, WEBHOOK_SECRET_KEYS, the partner id as
   // associated data): a link's body holds its token, which is otherwise never stored.
   const box = webhookRuntime(deps).secrets;
-  const stored = (status: number, body: unknown): StoredResponse => ({
-    status,
-    body: body === undefined || body === null ? null : box.seal(JSON.stringify(body), partnerId),
-  });
+  const stored = (status: number, json: string | null): StoredResponse => ({ status, body: json === null ? null : box.seal(json, partnerId) });
   let response: StoredResponse | null = null;
   try {
     await run();
-    response = stored(ctx.status, ctx.body);
+    // serialised once: the text that is sealed is the text that is sent
+    let json: string | null = null;
+    if (ctx.body !== undefined && ctx.body !== null) {
+      json = JSON.stringify(ctx.body);
+      ctx.body = json;
+      ctx.type = 'application/json';
+    }
+    response = stored(ctx.status, json);
   } catch (err) {
-    if (!(err instanceof AppError)) response = stored(500, { detail: { code: 'internal', message: 'Internal error' } });
-    else if (err.status !== 422 && err.status !== 503 && err.status !== 429) response = stored(err.status, errorBody(err));
+    if (!(err instanceof AppError)) response = stored(500, JSON.stringify(INTERNAL_ERROR_BODY));
+    else if (err.status !== 422 && err.status !== 503 && err.status !== 429) response = stored(err.status, JSON.stringify(errorBody(err)));
     throw err;
   } finally {
     // The handler may have written (a 500 after a commit): its outcome is kept, so a retry never runs it twice.
