@@ -18,5 +18,6 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/migrations ./migrations
 COPY --from=build /app/package.json ./package.json
 USER node
-EXPOSE 8080 8081
+# API, gateway, metrics listener (METRICS_PORT, when set)
+EXPOSE 8080 8081 9464
 CMD ["node", "dist/src/main.js"]
