@@ -94,6 +94,13 @@ export const ConfigSchema = z.object({
   TURN_URLS: csv.pipe(z.array(z.string().regex(/^turns?:/, 'each URL must start with turn: or turns:'))).default([]),
   TURN_SECRET: z.string().min(16, 'at least 16 characters').optional(),
   TURN_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(43_200),
+  // Operations (docs/operations.md)
+  /** port of this process's Prometheus /metrics (and /healthz, /readyz) listener on HOST; unset: no listener */
+  METRICS_PORT: port.optional(),
+  /** on SIGTERM the API finishes requests in flight for at most this long, then closes what is left */
+  SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(15),
+  /** the gateway's drain on SIGTERM: participants are asked to reconnect spread over this many seconds */
+  DRAIN_SECONDS: z.coerce.number().int().min(0).max(300).default(10),
 }).superRefine((c, ctx) => {
   if ((c.TURN_URLS.length > 0) !== (c.TURN_SECRET !== undefined)) {
     ctx.addIssue({ code: 'custom', path: ['TURN_SECRET'], message: 'TURN_URLS and TURN_SECRET are set together' });

@@ -5,6 +5,10 @@ import { createLogger } from './logger.js';
 import { startApi } from './server.js';
 import { startGateway } from '../realtime/index.js';
 import { startDispatcher } from './webhooks/index.js';
+import { createRegistry, readinessGauge, serveMetrics } from './metrics/registry.js';
+import { apiMetrics } from './metrics/api.js';
+import { dispatcherMetrics } from './metrics/dispatcher.js';
+import { gatewayMetrics } from './metrics/gateway.js';
 
 /**
  * `npm start`: applies migrations, then runs the roles named in ROLES
@@ -30,30 +34,60 @@ await migrate(config.DATABASE_URL, log.child({ component: 'migrate' }));
 const deps = createDeps(config, { log });
 deps.redis.on('error', (err) => log.warn({ component: 'redis', err: err.message }, 'redis error'));
 
+// One Prometheus registry for the process (its roles' families and the default process metrics),
+// served on METRICS_PORT only: never on the public API port.
+const registry = config.METRICS_PORT !== undefined ? createRegistry() : undefined;
+if (registry) readinessGauge(registry, deps);
+
 const stops: (() => Promise<void>)[] = [];
 if (config.ROLES.includes('api')) {
-  const api = await startApi(deps);
+  const api = await startApi(deps, config.API_PORT, { metrics: registry && apiMetrics(registry) });
   stops.push(api.close);
   log.info({ component: 'api', port: api.port }, 'partner API listening');
 }
 if (config.ROLES.includes('gateway')) {
+  // The families are defined and served; realtime/ reports into them once it takes a `metrics` object
+  // (docs/operations.md, "Gateway metrics"): until then they stay at zero.
+  if (registry) gatewayMetrics(registry);
   const gw = await startGateway(deps);
   stops.push(gw.close);
   log.info({ component: 'gateway', port: gw.port }, 'gateway listening');
 }
 if (config.ROLES.includes('dispatcher')) {
-  const d = await startDispatcher(deps);
+  const d = await startDispatcher(deps, { metrics: registry && dispatcherMetrics(registry, deps) });
   stops.push(d.close);
   log.info({ component: 'dispatcher' }, 'webhook dispatcher running');
 }
 
+let stopMetrics: (() => Promise<void>) | undefined;
+if (registry && config.METRICS_PORT !== undefined) {
+  const metrics = await serveMetrics(registry, deps, config.METRICS_PORT, config.HOST);
+  log.info({ component: 'metrics', port: metrics.port }, 'metrics listening');
+  stopMetrics = metrics.close;
+}
+
 let stopping = false;
+/**
+ * SIGTERM/SIGINT: each role stops accepting and finishes what it has in flight (the API its
+ * requests, for at most SHUTDOWN_TIMEOUT_SECONDS; the dispatcher its deliveries, each bounded by
+ * WEBHOOK_TIMEOUT_MS), then the pools close and the process exits 0. A stop that hangs past
+ * both bounds ends the process with code 1.
+ */
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info({ signal }, 'shutting down');
-  for (const stop of stops.reverse()) await stop().catch((err) => log.error({ err }, 'stop failed'));
+  const hardMs = (config.SHUTDOWN_TIMEOUT_SECONDS + config.DRAIN_SECONDS) * 1000 + config.WEBHOOK_TIMEOUT_MS + 10_000;
+  setTimeout(() => {
+    log.error({ ms: hardMs }, 'shutdown did not finish in time; exiting');
+    process.exit(1);
+  }, hardMs).unref();
+  // Side by side: the dispatcher's deliveries and the API's requests finish together. The metrics
+  // listener stops last, so a stop can be watched to its end.
+  await Promise.all(stops.map((stop) => stop().catch((err) => log.error({ err }, 'stop failed'))));
+  await stopMetrics?.().catch((err) => log.error({ err }, 'stop failed'));
   await deps.close();
+  log.info('stopped');
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

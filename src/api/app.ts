@@ -16,6 +16,8 @@ import { rateLimit } from './middlewares/rateLimit.js';
 import { parsePart, parsePath } from './middlewares/validate.js';
 import { API_PREFIX, buildOpenApi } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
+import type { ApiMetrics } from '../metrics/api.js';
+import { requestIdFrom } from './middlewares/requestId.js';
 import { partnerRoutes } from './routes/index.js';
 import type { ApiContext, ApiState, RouteDef } from './route.js';
 
@@ -27,7 +29,7 @@ export const COMPRESS_THRESHOLD_BYTES = 1024;
  * The Koa app of the partner API. Routes never look at the Host header, so the
  * legacy base address (same path) is served by the same app.
  */
-export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[] = partnerRoutes): Koa<ApiState> {
+export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[] = partnerRoutes, opts: { metrics?: ApiMetrics } = {}): Koa<ApiState> {
   // The client address (ctx.ip) is the X-Forwarded-For entry TRUST_PROXY_HOPS from the right, the
   // one our own outermost proxy wrote; entries further left are the client's to forge.
   const hops = deps.config.TRUST_PROXY_HOPS;
@@ -50,20 +52,41 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
   const openapi = buildOpenApi(routes, SERVICE_VERSION);
   const lessons = batchedLessonLookup(deps.readSql, { max: 100, concurrency: deps.config.DATABASE_READ_POOL_SIZE });
 
+  const { metrics } = opts;
+  // Filled once the routers are built (below): the route patterns, and how to find the one a request
+  // answered before its handler ran (401, 429) was meant for (`_matchedRoute` is then the prefix's `use`).
+  const patterns = new Set<string>();
+  let patternOf: (path: string, method: string) => string | undefined = () => undefined;
+  const routeOf = (ctx: Koa.ParameterizedContext<ApiState>): string | null => {
+    const matched = ctx._matchedRoute;
+    if (typeof matched === 'string' && patterns.has(matched)) return matched;
+    return patternOf(ctx.path, ctx.method) ?? null;
+  };
   app.use(async (ctx, next) => {
     ctx.state.deps = deps;
     ctx.state.lessons = lessons;
-    ctx.state.requestId = ctx.get('x-request-id').slice(0, 64) || randomBase62(16);
+    // A request id our own proxy wrote is kept (only behind one: TRUST_PROXY_HOPS > 0), else ours.
+    ctx.state.requestId = (hops > 0 && requestIdFrom(ctx.get('x-request-id'))) || randomBase62(16);
     ctx.set('X-Request-Id', ctx.state.requestId);
     const started = performance.now();
+    metrics?.inFlight.inc();
     try {
       await next();
     } finally {
+      const ms = performance.now() - started;
+      const route = routeOf(ctx);
       // Access log: never headers, bodies or query strings (they may carry secrets).
       log.info(
-        { requestId: ctx.state.requestId, method: ctx.method, route: ctx._matchedRoute ?? null, status: ctx.status, ms: Math.round(performance.now() - started), partner: ctx.state.auth?.partner.id },
+        { requestId: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms), partner: ctx.state.auth?.partner.id },
         'request',
       );
+      if (metrics) {
+        metrics.inFlight.dec();
+        // The router's pattern, never the raw path (ids in it would make a series each).
+        metrics.request(route ?? undefined, ctx.method, ctx.status, ms / 1000);
+        // A 429 before authentication is the per-address limit; after it, the key's.
+        if (ctx.status === 429) metrics.rateLimited(ctx.state.auth ? 'api_key' : 'unauthenticated');
+      }
     }
   });
   // gzip or br (as the client's Accept-Encoding prefers; br at quality 4, koa-compress's default) for
@@ -95,6 +118,11 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
     });
   }
   app.use(router.routes());
+  for (const r of [publicRouter, router]) for (const layer of r.stack) if (layer.methods.length > 0) patterns.add(String(layer.path));
+  patternOf = (path, method) => {
+    const layer = router.match(path, method).pathAndMethod.filter((l) => l.methods.length > 0).at(-1);
+    return layer ? String(layer.path) : undefined;
+  };
   // Nothing matched: 405 with Allow when the path exists under other methods,
   // else a JSON 404 (never an HTML page).
   const methods = ['GET', 'POST', 'PUT', 'DELETE'];

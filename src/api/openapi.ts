@@ -68,7 +68,7 @@ real responses and webhook deliveries against it.
 const header = (description: string, schema: Json = { type: 'string' }, required = false): Json => ({ description, schema, ...(required ? { required } : {}) });
 
 const HEADERS: Record<string, Json> = {
-  'X-Request-Id': header("The request's id (the caller's X-Request-Id of at most 64 characters, else a new one); quote it when reporting a problem.", { type: 'string' }, true),
+  'X-Request-Id': header("The request's id, new for each request (or the one the service's own proxy assigned); quote it when reporting a problem.", { type: 'string' }, true),
   RateLimit: header('IETF draft-ietf-httpapi-ratelimit-headers: `"default";r=<remaining>;t=<seconds until the allowance is full again>`'),
   'RateLimit-Policy': header('`"default";q=<limit>;w=60`: at most q requests in any rolling 60 s'),
   'Retry-After': header('seconds until one more request is allowed', { type: 'integer', minimum: 1 }, true),

@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
+import type { DeliveryResult, DispatcherMetrics } from '../metrics/dispatcher.js';
 import { claimDue, DISPATCHER_LOCK_CLASS, EVENTS_CHANNEL, nextState, recordResults, type AttemptResult, type ClaimedDelivery } from './queue.js';
 import { webhookRuntime, type WebhookRuntime } from './runtime.js';
 import { Sender } from './sender.js';
@@ -49,8 +50,13 @@ export class Dispatcher {
   /** whether this process believes it holds its liveness lock; claims are skipped while not (the claim re-checks in SQL) */
   private lockHeld = false;
   private relocking: Promise<void> | null = null;
+  /** the claim loop now running, awaited by close() so nothing it claims goes unsent */
+  private pumped: Promise<void> | null = null;
 
-  constructor(private readonly deps: Deps) {
+  constructor(
+    private readonly deps: Deps,
+    private readonly metrics?: DispatcherMetrics,
+  ) {
     this.log = deps.log.child({ component: 'dispatcher' });
     this.runtime = webhookRuntime(deps);
     this.sender = new Sender({
@@ -103,16 +109,21 @@ export class Dispatcher {
       this.pumpAgain = true;
       return;
     }
-    void this.pump();
+    this.pumped = this.pump();
   }
 
-  /** Stops claiming, lets attempts in flight finish (each is bounded by the time-out), writes their results. */
+  /**
+   * Stops claiming, lets attempts in flight finish (each is bounded by the time-out), writes their
+   * results. A claim already running when close() is called is waited for and what it took is sent.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    if (this.sends.size > 0) this.log.info({ dispatcher: this.number, inFlight: this.sends.size }, 'stopping: finishing deliveries in flight');
     await this.unlisten?.().catch(() => {});
-    await Promise.allSettled([...this.sends]);
+    await this.pumped;
+    while (this.sends.size > 0) await Promise.allSettled([...this.sends]);
     for (let i = 0; i < 5 && (this.results.length > 0 || this.flushing); i++) {
       await (this.flushing ?? this.flush());
     }
@@ -178,7 +189,12 @@ export class Dispatcher {
   private async send(d: ClaimedDelivery): Promise<void> {
     const attempt = d.attempts + 1;
     const at = this.deps.clock.now();
+    // Every line about this attempt names it: the event (also the X-Whiteboard-Delivery id the
+    // partner sees), its round and attempt number, and the partner (never the URL's secret parts).
+    const log = this.log.child({ event_id: d.event_id, delivery: String(d.event_id), round: d.round, attempt, partner: d.partner_id });
+    const started = performance.now();
     let result: AttemptResult;
+    let outcome: DeliveryResult;
     try {
       const secret = this.runtime.secrets.open(d.secret, d.partner_id);
       const out = await this.sender.send({ url: d.url, secret, at, event: { id: d.event_id, type: d.type, created_at: d.created_at, data: d.data } });
@@ -197,12 +213,13 @@ export class Dispatcher {
         delivered: out.delivered,
         ...nextState(out.delivered, attempt, finished, this.deps.config.WEBHOOK_RETRY_SCHEDULE),
       };
-      if (!out.delivered) {
-        this.log.debug({ event_id: d.event_id, attempt, status: out.statusCode, error: out.error }, 'delivery attempt failed');
-      }
+      outcome = out.delivered ? 'delivered' : out.statusCode !== null ? 'http_error' : 'network_error';
+      if (!out.delivered) log.debug({ status: out.statusCode, error: out.error, next: result.next_attempt_at }, 'delivery attempt failed');
+      else log.debug({ status: out.statusCode, ms: out.durationMs }, 'delivered');
     } catch (err) {
       // Only a secret that cannot be opened gets here (e.g. its key was removed): a failed attempt.
-      this.log.error({ event_id: d.event_id, err: errText(err) }, 'delivery attempt could not be made');
+      log.error({ err: errText(err) }, 'delivery attempt could not be made');
+      outcome = 'internal_error';
       result = {
         event_id: d.event_id,
         partner_id: d.partner_id,
@@ -217,6 +234,10 @@ export class Dispatcher {
         delivered: false,
         ...nextState(false, attempt, this.deps.clock.now(), this.deps.config.WEBHOOK_RETRY_SCHEDULE),
       };
+    }
+    if (this.metrics) {
+      this.metrics.attempt(outcome, (performance.now() - started) / 1000);
+      if (result.state !== 'pending') this.metrics.finished(result.delivered, attempt);
     }
     this.results.push(result);
     this.queueFlush();

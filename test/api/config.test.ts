@@ -33,6 +33,7 @@ describe('configuration', () => {
       ICE_SERVERS: '`[]`',
       TURN_URLS: '(empty)',
       TURN_SECRET: '(empty)',
+      METRICS_PORT: '(empty: off)',
     };
     for (const key of Object.keys(ConfigSchema.shape)) {
       const v = defaults[key];

@@ -3531,7 +3531,7 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description The request's id (the caller's X-Request-Id of at most 64 characters, else a new one); quote it when reporting a problem. */
+        /** @description The request's id, new for each request (or the one the service's own proxy assigned); quote it when reporting a problem. */
         "X-Request-Id": string;
         /** @description IETF draft-ietf-httpapi-ratelimit-headers: `"default";r=<remaining>;t=<seconds until the allowance is full again>` */
         RateLimit: string;

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { gatewayMetrics } from '../../src/metrics/gateway.js';
+import { boundedLabel, createRegistry } from '../../src/metrics/registry.js';
+
+/** The typed object realtime/ reports into (issue 17, point 1): what it records and how it bounds labels. */
+describe('gatewayMetrics', () => {
+  it('records joins, messages, fan-outs, closes and store calls; reads its gauges from the source on scrape', async () => {
+    const registry = createRegistry();
+    let t = 1_000_000;
+    const m = gatewayMetrics(registry, () => t);
+    let connections = 3;
+    m.setSource({ connections: () => connections, lessonsOpen: () => 2, sessionsRunning: () => 1 });
+    m.joined(40);
+    m.joined(60);
+    m.messageIn('cursor');
+    m.messageOut('cursor', 5);
+    m.fanOut(2);
+    m.closed(1000);
+    m.closed(4409);
+    m.closed(3999);
+    m.call('redis', 'presence.join', 1.5);
+    m.call('postgres', 'meter.flush', 12);
+    t += 7_000;
+    connections = 4;
+    const json = await registry.getMetricsAsJSON();
+    const get = (name: string) => json.find((f) => f.name === name)!.values;
+    expect(get('lessons_gateway_connections')[0].value).toBe(4);
+    expect(get('lessons_gateway_lessons_open')[0].value).toBe(2);
+    expect(get('lessons_gateway_sessions_running')[0].value).toBe(1);
+    expect(get('lessons_gateway_joins_total')[0].value).toBe(2);
+    expect(get('lessons_gateway_join_duration_seconds').find((v) => v.metricName?.endsWith('_sum'))!.value).toBeCloseTo(0.1);
+    expect(get('lessons_gateway_messages_in_total')).toEqual([expect.objectContaining({ labels: { type: 'cursor' }, value: 1 })]);
+    expect(get('lessons_gateway_messages_out_total')).toEqual([expect.objectContaining({ labels: { type: 'cursor' }, value: 5 })]);
+    expect(get('lessons_gateway_closes_total').map((v) => [v.labels.code, v.value])).toEqual([['1000', 1], ['4409', 1], ['other', 1]]);
+    expect(get('lessons_gateway_store_call_duration_seconds').filter((v) => v.metricName?.endsWith('_count')).map((v) => v.labels)).toEqual([
+      { store: 'redis', op: 'presence.join' },
+      { store: 'postgres', op: 'meter.flush' },
+    ]);
+    // no flush yet: the lag counts from start; a flush resets it
+    expect(get('lessons_gateway_meter_flush_lag_seconds')[0].value).toBe(7);
+    m.meterFlushed();
+    t += 1500;
+    expect((await registry.getMetricsAsJSON()).find((f) => f.name === 'lessons_gateway_meter_flush_lag_seconds')!.values[0].value).toBe(1.5);
+  });
+
+  it('bounds open label sets: message types past the limit, and values that look like ids or tokens, become "other"', () => {
+    const label = boundedLabel(3);
+    expect(['a', 'b', 'a', 'c', 'd', 'b'].map(label)).toEqual(['a', 'b', 'a', 'c', 'other', 'b']);
+    const fresh = boundedLabel(10);
+    expect(fresh('has space')).toBe('other');
+    expect(fresh('x'.repeat(33))).toBe('other');
+    expect(fresh('Xk3Pq9TokenLike')).toBe('other');
+    expect(fresh('42')).toBe('other');
+    expect(fresh('{"json":1}')).toBe('other');
+  });
+});

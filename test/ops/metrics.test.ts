@@ -1,0 +1,166 @@
+import { connect } from 'node:net';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { randomBase62 } from '../../src/lib/crypto.js';
+import { partnerFactory } from '../helpers/factories.js';
+import { freePort, spawnService } from '../helpers/process.js';
+import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
+import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
+import { families, scrape, value } from './scrape.js';
+
+/**
+ * Issue 17, point 1: each role, started as a real process with METRICS_PORT, serves /metrics on
+ * that port only; its families exist from the start and move with traffic; no label carries an
+ * id, key or token.
+ */
+const stack = await startWebhookStack({ env: { WEBHOOK_ALLOW_HOSTS: '127.0.0.1' } });
+const PROCESS_FAMILIES = ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes', 'lessons_ready'];
+const API = '/api/partner/v1';
+
+async function role(env: Record<string, string>, readyOn: 'metrics' | 'api' | 'gateway') {
+  const [metricsPort, port] = [await freePort(), await freePort()];
+  const ports = { METRICS_PORT: String(metricsPort), API_PORT: String(port), GATEWAY_PORT: String(port) };
+  const ready = readyOn === 'metrics' ? `http://127.0.0.1:${metricsPort}/readyz` : `http://127.0.0.1:${port}/readyz`;
+  const child = await spawnService({ ...stack.env, ...ports, ...env }, ready, 45_000);
+  return { child, port, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
+}
+
+/** A POST whose body is held back: in flight until `finish()`. */
+function slowPost(port: number, path: string, key: string, body: string) {
+  const socket = connect(port, '127.0.0.1');
+  let response = '';
+  socket.on('data', (d) => (response += d));
+  const closed = new Promise<void>((r) => socket.once('close', () => r()));
+  socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`);
+  socket.write(body.slice(0, 3));
+  return {
+    finish: async () => {
+      socket.write(body.slice(3));
+      await eventually(async () => /\r\n\r\n/.test(response), 10_000);
+      socket.end();
+      await closed;
+      return response;
+    },
+    destroy: () => socket.destroy(),
+  };
+}
+
+describe('metrics', () => {
+  it('api: request durations by route pattern and status, 429s by scope, requests in flight; never on the API port', async () => {
+    const { port, metricsUrl } = await role(
+      { ROLES: 'api', RATE_LIMIT_PER_MINUTE: '4', RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '2', REDIS_KEY_PREFIX: `${inject('redisPrefix')}opsm${randomBase62(6)}:` },
+      'metrics',
+    );
+    const before = await scrape(metricsUrl);
+    expect(before.status).toBe(200);
+    expect(before.type).toMatch(/^text\/plain; version=0\.0\.4/);
+    const fams = families(before.text);
+    for (const f of [...PROCESS_FAMILIES, 'lessons_api_request_duration_seconds', 'lessons_api_rate_limited_total', 'lessons_api_requests_in_flight']) expect(fams, f).toContain(f);
+    expect(value(before.samples, 'lessons_ready', { dependency: 'postgres' })).toBe(1);
+    expect(value(before.samples, 'lessons_ready', { dependency: 'redis' })).toBe(1);
+    expect(value(before.samples, 'lessons_api_rate_limited_total', { scope: 'api_key' })).toBe(0);
+    expect(value(before.samples, 'lessons_api_rate_limited_total', { scope: 'unauthenticated' })).toBe(0);
+    // /metrics is not on the public port
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+
+    const p = await partnerFactory(stack.sql);
+    const headers = { authorization: `Bearer ${p.apiKey}`, 'content-type': 'application/json' };
+    const created = await fetch(`http://127.0.0.1:${port}${API}/lessons`, { method: 'POST', headers, body: JSON.stringify({ title: 'metrics' }) });
+    expect(created.status).toBe(201);
+    const lesson = (await created.json()) as { id: string };
+    for (let i = 0; i < 2; i++) expect((await fetch(`http://127.0.0.1:${port}${API}/lessons/${lesson.id}`, { headers })).status).toBe(200);
+    const slow = slowPost(port, `${API}/lessons`, p.apiKey, JSON.stringify({ title: 'slow' }));
+    await eventually(async () => value((await scrape(metricsUrl)).samples, 'lessons_api_requests_in_flight') === 1);
+    // the key's 5th request in the minute, and the address's 3rd without a key
+    expect((await fetch(`http://127.0.0.1:${port}${API}/lessons/${lesson.id}`, { headers })).status).toBe(429);
+    // keyless: 401 until the address's allowance (2 a minute, the key's first lookup took one of it) is spent
+    const keyless: number[] = [];
+    while (keyless.at(-1) !== 429 && keyless.length < 5) keyless.push((await fetch(`http://127.0.0.1:${port}${API}/balance`)).status);
+    expect(keyless.at(-1)).toBe(429);
+    expect(keyless.slice(0, -1).every((s) => s === 401)).toBe(true);
+    expect(await slow.finish()).toMatch(/^HTTP\/1\.1 201/);
+
+    const after = await scrape(metricsUrl);
+    const d = 'lessons_api_request_duration_seconds_count';
+    expect(value(after.samples, d, { route: `${API}/lessons/:id`, method: 'GET', status: '200' })).toBe(2);
+    expect(value(after.samples, d, { route: `${API}/lessons`, method: 'POST', status: '201' })).toBe(2);
+    expect(value(after.samples, d, { route: `${API}/lessons/:id`, method: 'GET', status: '429' })).toBe(1);
+    expect(value(after.samples, d, { route: `${API}/balance`, status: '401' })).toBe(keyless.length - 1);
+    expect(value(after.samples, d, { route: `${API}/balance`, status: '429' })).toBe(1);
+    expect(value(after.samples, 'lessons_api_rate_limited_total', { scope: 'api_key' })).toBe(1);
+    expect(value(after.samples, 'lessons_api_rate_limited_total', { scope: 'unauthenticated' })).toBe(1);
+    expect(value(after.samples, 'lessons_api_requests_in_flight')).toBe(0);
+    expect(value(after.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    // patterns only: no lesson id, partner id or key anywhere
+    for (const secret of [lesson.id, p.partner.id, p.apiKey, p.keyId]) expect(after.text).not.toContain(secret);
+  }, 90_000);
+
+  it('dispatcher: outbox depth and oldest due age (from Postgres on scrape), deliveries by result, latency, attempts per event', async () => {
+    // the first request is answered after 1.5 s (scraped meanwhile), every later one 500
+    const rx = await startReceiver({ http: true, behaviour: (req, res, n) => (n === 0 ? setTimeout(() => answer(200)(req, res, n), 1500) : answer(500)(req, res, n)) });
+    afterAll(() => rx.close());
+    const p = await stack.partnerWithWebhook(`${rx.url}/hook`);
+    const { metricsUrl } = await role({ ROLES: 'dispatcher', WEBHOOK_RETRY_SCHEDULE: '3600' }, 'metrics');
+    const before = await scrape(metricsUrl);
+    const fams = families(before.text);
+    for (const f of [
+      ...PROCESS_FAMILIES,
+      'lessons_webhook_outbox_depth',
+      'lessons_webhook_outbox_oldest_due_age_seconds',
+      'lessons_webhook_deliveries_total',
+      'lessons_webhook_delivery_duration_seconds',
+      'lessons_webhook_attempts_per_event',
+    ]) expect(fams, f).toContain(f);
+    expect(value(before.samples, 'lessons_webhook_deliveries_total')).toBe(0);
+
+    const e1 = await stack.record(p.partner.id);
+    await rx.waitFor(1, 10_000);
+    await new Promise((r) => setTimeout(r, 300));
+    const during = await scrape(metricsUrl);
+    expect(value(during.samples, 'lessons_webhook_outbox_depth', { when: 'due' })).toBe(1);
+    expect(value(during.samples, 'lessons_webhook_outbox_oldest_due_age_seconds')).toBeGreaterThan(0.2);
+    await eventually(async () => (await deliveryOf(stack.sql, Number(e1.id))).state === 'delivered');
+
+    const e2 = await stack.record(p.partner.id);
+    await eventually(async () => (await attemptsOf(stack.sql, Number(e2.id))).length === 1);
+    const after = await scrape(metricsUrl);
+    expect(value(after.samples, 'lessons_webhook_deliveries_total', { result: 'delivered' })).toBe(1);
+    expect(value(after.samples, 'lessons_webhook_deliveries_total', { result: 'http_error' })).toBe(1);
+    expect(value(after.samples, 'lessons_webhook_delivery_duration_seconds_count')).toBe(2);
+    expect(value(after.samples, 'lessons_webhook_delivery_duration_seconds_sum')).toBeGreaterThan(1.4);
+    expect(value(after.samples, 'lessons_webhook_attempts_per_event_count', { outcome: 'delivered' })).toBe(1);
+    expect(value(after.samples, 'lessons_webhook_attempts_per_event_bucket', { outcome: 'delivered', le: '1' })).toBe(1);
+    // e2 waits an hour for its retry: pending, not due
+    expect(value(after.samples, 'lessons_webhook_outbox_depth', { when: 'all' })).toBe(1);
+    expect(value(after.samples, 'lessons_webhook_outbox_depth', { when: 'due' })).toBe(0);
+    expect(value(after.samples, 'lessons_webhook_outbox_oldest_due_age_seconds')).toBe(0);
+    expect(value(after.samples, 'lessons_webhook_outbox_scrape_errors_total')).toBe(0);
+    for (const secret of [p.partner.id, rx.url]) expect(after.text).not.toContain(secret);
+  }, 90_000);
+
+  it('gateway: every family is served on METRICS_PORT (the counters stay 0 until realtime/ reports into them), process metrics move', async () => {
+    const { port, metricsUrl } = await role({ ROLES: 'gateway' }, 'gateway');
+    const first = await scrape(metricsUrl);
+    const fams = families(first.text);
+    for (const f of [
+      ...PROCESS_FAMILIES,
+      'lessons_gateway_connections',
+      'lessons_gateway_joins_total',
+      'lessons_gateway_join_duration_seconds',
+      'lessons_gateway_messages_in_total',
+      'lessons_gateway_messages_out_total',
+      'lessons_gateway_fanout_duration_seconds',
+      'lessons_gateway_closes_total',
+      'lessons_gateway_lessons_open',
+      'lessons_gateway_sessions_running',
+      'lessons_gateway_meter_flush_lag_seconds',
+      'lessons_gateway_store_call_duration_seconds',
+    ]) expect(fams, f).toContain(f);
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).not.toBe(200);
+    for (let i = 0; i < 50; i++) await (await fetch(`http://127.0.0.1:${port}/embed/not-a-token-${i}`)).text();
+    await new Promise((r) => setTimeout(r, 200));
+    const second = await scrape(metricsUrl);
+    expect(value(second.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(value(first.samples, 'process_cpu_user_seconds_total'));
+    // the flush-lag gauge counts from start until the meter reports its first flush
+    expect(value(second.samples, 'lessons_gateway_meter_flush_lag_seconds')).toBeGreaterThan(value(first.samples, 'lessons_gateway_meter_flush_lag_seconds'));
+  }, 90_000);
+});
