@@ -1,11 +1,10 @@
-import { connect } from 'node:net';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { freePort, spawnService } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
 import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
-import { families, scrape, value } from './scrape.js';
+import { families, heldPost, scrape, value } from './helpers.js';
 
 /**
  * Issue 17, point 1: each role, started as a real process with METRICS_PORT, serves /metrics on
@@ -22,26 +21,6 @@ async function role(env: Record<string, string>, readyOn: 'metrics' | 'api' | 'g
   const ready = readyOn === 'metrics' ? `http://127.0.0.1:${metricsPort}/readyz` : `http://127.0.0.1:${port}/readyz`;
   const child = await spawnService({ ...stack.env, ...ports, ...env }, ready, 45_000);
   return { child, port, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
-}
-
-/** A POST whose body is held back: in flight until `finish()`. */
-function slowPost(port: number, path: string, key: string, body: string) {
-  const socket = connect(port, '127.0.0.1');
-  let response = '';
-  socket.on('data', (d) => (response += d));
-  const closed = new Promise<void>((r) => socket.once('close', () => r()));
-  socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`);
-  socket.write(body.slice(0, 3));
-  return {
-    finish: async () => {
-      socket.write(body.slice(3));
-      await eventually(async () => /\r\n\r\n/.test(response), 10_000);
-      socket.end();
-      await closed;
-      return response;
-    },
-    destroy: () => socket.destroy(),
-  };
 }
 
 describe('metrics', () => {
@@ -68,7 +47,7 @@ describe('metrics', () => {
     expect(created.status).toBe(201);
     const lesson = (await created.json()) as { id: string };
     for (let i = 0; i < 2; i++) expect((await fetch(`http://127.0.0.1:${port}${API}/lessons/${lesson.id}`, { headers })).status).toBe(200);
-    const slow = slowPost(port, `${API}/lessons`, p.apiKey, JSON.stringify({ title: 'slow' }));
+    const slow = heldPost(port, `${API}/lessons`, p.apiKey, JSON.stringify({ title: 'slow' }));
     await eventually(async () => value((await scrape(metricsUrl)).samples, 'lessons_api_requests_in_flight') === 1);
     // the key's 5th request in the minute, and the address's 3rd without a key
     expect((await fetch(`http://127.0.0.1:${port}${API}/lessons/${lesson.id}`, { headers })).status).toBe(429);

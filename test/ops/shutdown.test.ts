@@ -1,6 +1,6 @@
-import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { partnerFactory } from '../helpers/factories.js';
+import { heldPost } from './helpers.js';
 import { freePort, spawnService } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
 import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
@@ -18,18 +18,6 @@ const exitOf = (child: import('node:child_process').ChildProcess) =>
     child.exitCode !== null ? r({ code: child.exitCode, at: Date.now() }) : child.once('exit', (code) => r({ code, at: Date.now() })),
   );
 
-/** A POST /lessons sent on a raw socket with its body held back after 3 bytes. */
-function heldPost(port: number, key: string) {
-  const body = JSON.stringify({ title: 'in flight at SIGTERM' });
-  const socket = connect(port, '127.0.0.1');
-  let response = '';
-  socket.on('data', (d) => (response += d));
-  const closed = new Promise<void>((r) => socket.once('close', () => r()));
-  socket.on('error', () => {});
-  socket.write(`POST ${API}/lessons HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 3)}`);
-  return { rest: () => socket.write(body.slice(3)), response: () => response, closed };
-}
-
 async function apiProcess(env: Record<string, string> = {}) {
   const port = await freePort();
   const child = await spawnService({ ...stack.env, ROLES: 'api', API_PORT: String(port), LOG_LEVEL: 'info', ...env }, `http://127.0.0.1:${port}/readyz`, 45_000);
@@ -40,7 +28,7 @@ describe('graceful exit', () => {
   it('api: on SIGTERM refuses new connections, answers the request in flight (Connection: close) and exits 0', async () => {
     const api = await apiProcess();
     const p = await partnerFactory(stack.sql);
-    const held = heldPost(api.port, p.apiKey);
+    const held = heldPost(api.port, `${API}/lessons`, p.apiKey, JSON.stringify({ title: 'in flight at SIGTERM' }));
     // a keep-alive connection that is idle at SIGTERM is closed, not kept waiting
     await eventually(async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
     await new Promise((r) => setTimeout(r, 300)); // the held request is being read
@@ -64,7 +52,7 @@ describe('graceful exit', () => {
   it('api: a request still unfinished at SHUTDOWN_TIMEOUT_SECONDS is cut, and the process exits 0 then', async () => {
     const api = await apiProcess({ SHUTDOWN_TIMEOUT_SECONDS: '1' });
     const p = await partnerFactory(stack.sql);
-    const held = heldPost(api.port, p.apiKey);
+    const held = heldPost(api.port, `${API}/lessons`, p.apiKey, JSON.stringify({ title: 'in flight at SIGTERM' }));
     await new Promise((r) => setTimeout(r, 300));
     const signalled = Date.now();
     const exited = exitOf(api.child);

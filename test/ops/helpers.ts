@@ -1,3 +1,5 @@
+import { connect } from 'node:net';
+
 /** One Prometheus text exposition, as `name{labels}` -> value (labels as written, in order). */
 export type Samples = Map<string, number>;
 
@@ -29,4 +31,30 @@ export function value(samples: Samples, name: string, labels: Record<string, str
     if (Object.entries(labels).every(([k, val]) => ls.includes(`${k}="${val}"`))) sum += v;
   }
   return sum;
+}
+
+/**
+ * A POST with a JSON body sent on a raw socket, the body held back after 3 bytes: the request is in
+ * flight until `rest()` sends the remainder. `finish()` sends it and resolves with the raw response.
+ */
+export function heldPost(port: number, path: string, key: string, body: string) {
+  const socket = connect(port, '127.0.0.1');
+  let response = '';
+  socket.on('data', (d) => (response += d));
+  socket.on('error', () => {});
+  const closed = new Promise<void>((r) => socket.once('close', () => r()));
+  socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 3)}`);
+  const rest = () => socket.write(body.slice(3));
+  return {
+    rest,
+    response: () => response,
+    closed,
+    finish: async () => {
+      rest();
+      for (let i = 0; i < 400 && !response.includes('\r\n\r\n'); i++) await new Promise((r) => setTimeout(r, 25));
+      socket.end();
+      await closed;
+      return response;
+    },
+  };
 }
