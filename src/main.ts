@@ -47,7 +47,7 @@ if (config.ROLES.includes('api')) {
 }
 if (config.ROLES.includes('gateway')) {
   // The families are defined and served; realtime/ reports into them once it takes a `metrics` object
-  // (docs/operations.md, "Gateway metrics"): until then they stay at zero.
+  // (docs/operations.md, "Gateway metrics (status)"): until then they stay at zero.
   if (registry) gatewayMetrics(registry);
   const gw = await startGateway(deps);
   stops.push(gw.close);
