@@ -16,8 +16,9 @@ const PROCESS_FAMILIES = ['process_cpu_user_seconds_total', 'process_resident_me
 const API = '/api/partner/v1';
 
 async function role(env: Record<string, string>, readyOn: 'metrics' | 'api' | 'gateway') {
-  const [metricsPort, port] = [await freePort(), await freePort()];
-  const ports = { METRICS_PORT: String(metricsPort), API_PORT: String(port), GATEWAY_PORT: String(port) };
+  const [metricsPort, apiPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
+  const ports = { METRICS_PORT: String(metricsPort), API_PORT: String(apiPort), GATEWAY_PORT: String(gatewayPort) };
+  const port = readyOn === 'gateway' ? gatewayPort : apiPort;
   const ready = readyOn === 'metrics' ? `http://127.0.0.1:${metricsPort}/readyz` : `http://127.0.0.1:${port}/readyz`;
   const child = await spawnService({ ...stack.env, ...ports, ...env }, ready, 45_000);
   return { child, port, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
@@ -114,6 +115,17 @@ describe('metrics', () => {
     expect(value(after.samples, 'lessons_webhook_outbox_oldest_due_age_seconds')).toBe(0);
     expect(value(after.samples, 'lessons_webhook_outbox_scrape_errors_total')).toBe(0);
     for (const secret of [p.partner.id, rx.url]) expect(after.text).not.toContain(secret);
+  }, 90_000);
+
+  it('a process running every role (npm start) serves one registry with every role\'s families', async () => {
+    // the metrics listener starts after every role: ready there means all are up
+    const { metricsUrl } = await role({ ROLES: 'api,gateway,dispatcher' }, 'metrics');
+    const { status, text } = await scrape(metricsUrl);
+    expect(status).toBe(200);
+    const fams = families(text);
+    for (const f of ['lessons_ready', 'lessons_api_request_duration_seconds', 'lessons_webhook_outbox_depth', 'lessons_gateway_connections', 'process_cpu_user_seconds_total']) expect(fams, f).toContain(f);
+    // each family once
+    expect(text.match(/^# TYPE lessons_ready /gm)).toHaveLength(1);
   }, 90_000);
 
   it('gateway: every family is served on METRICS_PORT (the counters stay 0 until realtime/ reports into them), process metrics move', async () => {
