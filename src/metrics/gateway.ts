@@ -60,38 +60,17 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     return c;
   };
 
-  new Gauge({
-    name: `${METRIC_PREFIX}gateway_connections`,
-    help: 'WebSocket connections held by this gateway.',
-    registers: [registry],
-    collect() {
-      this.set(source?.connections() ?? 0);
-    },
-  });
-  new Gauge({
-    name: `${METRIC_PREFIX}gateway_lessons_open`,
-    help: 'Lessons open on this gateway (at least one socket here).',
-    registers: [registry],
-    collect() {
-      this.set(source?.lessonsOpen() ?? 0);
-    },
-  });
-  new Gauge({
-    name: `${METRIC_PREFIX}gateway_sessions_running`,
-    help: 'Metered sessions running in the lessons open on this gateway.',
-    registers: [registry],
-    collect() {
-      this.set(source?.sessionsRunning() ?? 0);
-    },
-  });
-  new Gauge({
-    name: `${METRIC_PREFIX}gateway_meter_flush_lag_seconds`,
-    help: 'Seconds since the meter last flushed to Postgres (since start until the first flush); grows while flushes fail.',
-    registers: [registry],
-    collect() {
-      this.set(Math.max(0, (now() - (lastFlush ?? started)) / 1000));
-    },
-  });
+  // Gauges read on each scrape, from the source or the flush time.
+  const readOnScrape = (name: string, help: string, read: () => number) =>
+    new Gauge({ name: `${METRIC_PREFIX}${name}`, help, registers: [registry], collect() { this.set(read()); } });
+  readOnScrape('gateway_connections', 'WebSocket connections held by this gateway.', () => source?.connections() ?? 0);
+  readOnScrape('gateway_lessons_open', 'Lessons open on this gateway (at least one socket here).', () => source?.lessonsOpen() ?? 0);
+  readOnScrape('gateway_sessions_running', 'Metered sessions running in the lessons open on this gateway.', () => source?.sessionsRunning() ?? 0);
+  readOnScrape(
+    'gateway_meter_flush_lag_seconds',
+    'Seconds since the meter last flushed to Postgres (since start until the first flush); grows while flushes fail.',
+    () => Math.max(0, (now() - (lastFlush ?? started)) / 1000),
+  );
   const joins = new Counter({ name: `${METRIC_PREFIX}gateway_joins_total`, help: 'Participants joined (welcome sent); rate() gives joins per second.', registers: [registry] });
   const joinLatency = new Histogram({
     name: `${METRIC_PREFIX}gateway_join_duration_seconds`,
