@@ -20,7 +20,8 @@ async function role(env: Record<string, string>, readyOn: 'metrics' | 'api' | 'g
   const ports = { METRICS_PORT: String(metricsPort), API_PORT: String(apiPort), GATEWAY_PORT: String(gatewayPort) };
   const port = readyOn === 'gateway' ? gatewayPort : apiPort;
   const ready = readyOn === 'metrics' ? `http://127.0.0.1:${metricsPort}/readyz` : `http://127.0.0.1:${port}/readyz`;
-  const child = await spawnService({ ...stack.env, ...ports, ...env }, ready, 45_000);
+  // generous: six helpers share two cores, and a cold tsx start under that load can take a minute
+  const child = await spawnService({ ...stack.env, ...ports, ...env }, ready, 100_000);
   return { child, port, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
 }
 
@@ -72,7 +73,7 @@ describe('metrics', () => {
     expect(value(after.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     // patterns only: no lesson id, partner id or key anywhere
     for (const secret of [lesson.id, p.partner.id, p.apiKey, p.keyId]) expect(after.text).not.toContain(secret);
-  }, 90_000);
+  }, 180_000);
 
   it('dispatcher: outbox depth and oldest due age (from Postgres on scrape), deliveries by result, latency, attempts per event', async () => {
     // the first request is answered after 1.5 s (scraped meanwhile), every later one 500
@@ -115,7 +116,7 @@ describe('metrics', () => {
     expect(value(after.samples, 'lessons_webhook_outbox_oldest_due_age_seconds')).toBe(0);
     expect(value(after.samples, 'lessons_webhook_outbox_scrape_errors_total')).toBe(0);
     for (const secret of [p.partner.id, rx.url]) expect(after.text).not.toContain(secret);
-  }, 90_000);
+  }, 180_000);
 
   it('a process running every role (npm start) serves one registry with every role\'s families', async () => {
     // the metrics listener starts after every role: ready there means all are up
@@ -126,7 +127,7 @@ describe('metrics', () => {
     for (const f of ['lessons_ready', 'lessons_api_request_duration_seconds', 'lessons_webhook_outbox_depth', 'lessons_gateway_connections', 'process_cpu_user_seconds_total']) expect(fams, f).toContain(f);
     // each family once
     expect(text.match(/^# TYPE lessons_ready /gm)).toHaveLength(1);
-  }, 90_000);
+  }, 180_000);
 
   it('gateway: every family is served on METRICS_PORT (the counters stay 0 until realtime/ reports into them), process metrics move', async () => {
     const { port, metricsUrl } = await role({ ROLES: 'gateway' }, 'gateway');
@@ -153,5 +154,5 @@ describe('metrics', () => {
     expect(value(second.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(value(first.samples, 'process_cpu_user_seconds_total'));
     // the flush-lag gauge counts from start until the meter reports its first flush
     expect(value(second.samples, 'lessons_gateway_meter_flush_lag_seconds')).toBeGreaterThan(value(first.samples, 'lessons_gateway_meter_flush_lag_seconds'));
-  }, 90_000);
+  }, 180_000);
 });

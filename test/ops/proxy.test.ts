@@ -22,8 +22,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 describe.skipIf(!hasCaddy)('the proxy of the compose fleet (deploy/Caddyfile)', async () => {
   const deps = fileDeps();
   const [apiPort, gwPort, deadPort, proxyPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  await spawnService({ ROLES: 'api', API_PORT: String(apiPort), TRUST_PROXY_HOPS: '1', EMBED_BASE_URL: `http://127.0.0.1:${proxyPort}` }, `http://127.0.0.1:${apiPort}/readyz`, 60_000);
-  await spawnService({ ROLES: 'gateway', GATEWAY_PORT: String(gwPort), GATEWAY_TRUST_PROXY: 'true' }, `http://127.0.0.1:${gwPort}/readyz`, 60_000);
+  await spawnService({ ROLES: 'api', API_PORT: String(apiPort), TRUST_PROXY_HOPS: '1', EMBED_BASE_URL: `http://127.0.0.1:${proxyPort}` }, `http://127.0.0.1:${apiPort}/readyz`, 100_000);
+  await spawnService({ ROLES: 'gateway', GATEWAY_PORT: String(gwPort), GATEWAY_TRUST_PROXY: 'true' }, `http://127.0.0.1:${gwPort}/readyz`, 100_000);
 
   const config = readFileSync(new URL('../../deploy/Caddyfile', import.meta.url), 'utf8')
     .replace(/^:80 \{/m, `:${proxyPort} {`)

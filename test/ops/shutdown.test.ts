@@ -20,7 +20,7 @@ const exitOf = (child: import('node:child_process').ChildProcess) =>
 
 async function apiProcess(env: Record<string, string> = {}) {
   const port = await freePort();
-  const child = await spawnService({ ...stack.env, ROLES: 'api', API_PORT: String(port), LOG_LEVEL: 'info', ...env }, `http://127.0.0.1:${port}/readyz`, 45_000);
+  const child = await spawnService({ ...stack.env, ROLES: 'api', API_PORT: String(port), LOG_LEVEL: 'info', ...env }, `http://127.0.0.1:${port}/readyz`, 100_000);
   return { ...child, port };
 }
 
@@ -47,7 +47,7 @@ describe('graceful exit', () => {
     expect(code, api.output()).toBe(0);
     const [row] = await stack.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM lessons WHERE partner_id = ${p.partner.id}`;
     expect(row.n).toBe(1);
-  }, 90_000);
+  }, 180_000);
 
   it('api: a request still unfinished at SHUTDOWN_TIMEOUT_SECONDS is cut, and the process exits 0 then', async () => {
     const api = await apiProcess({ SHUTDOWN_TIMEOUT_SECONDS: '1' });
@@ -63,7 +63,7 @@ describe('graceful exit', () => {
     expect(at - signalled).toBeLessThan(8000);
     await held.closed;
     expect(api.output()).toContain('requests still in flight at the deadline are cut');
-  }, 90_000);
+  }, 180_000);
 
   it('dispatcher: on SIGTERM the delivery in flight finishes and is recorded, nothing new is claimed, exit 0', async () => {
     // each request is answered 2 s after it arrives
@@ -74,7 +74,7 @@ describe('graceful exit', () => {
     const d = await spawnService(
       { ...stack.env, ROLES: 'dispatcher', METRICS_PORT: String(metricsPort), LOG_LEVEL: 'debug', WEBHOOK_TIMEOUT_MS: '8000' },
       `http://127.0.0.1:${metricsPort}/readyz`,
-      45_000,
+      100_000,
     );
     const e1 = await stack.record(p.partner.id);
     const [first] = await rx.waitFor(1, 10_000);
@@ -95,5 +95,5 @@ describe('graceful exit', () => {
     const lines = d.output().split('\n').filter((l) => l.includes('"msg":"delivered"')).map((l) => JSON.parse(l));
     expect(lines).toEqual([expect.objectContaining({ component: 'dispatcher', event_id: Number(e1.id), delivery: String(e1.id), round: 1, attempt: 1, partner: p.partner.id })]);
     expect(d.output()).toContain('finishing deliveries in flight');
-  }, 90_000);
+  }, 180_000);
 });
