@@ -4,7 +4,7 @@ import type { ResolvedLink } from '../src/domain/links.js';
 import { checkReadiness } from '../src/lib/readiness.js';
 import { refusals, type LinkCheck, type Refusal } from './admission/Admission.js';
 import type { ClientConnection, SocketLike } from './ClientConnection.js';
-import type { HttpReply } from './features.js';
+import type { HttpReply } from './features/api.js';
 import type { Gateway } from './Gateway.js';
 import { notFoundPage, placeholderPage, refusalPage } from './http/embedPage.js';
 import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upgrade.js';

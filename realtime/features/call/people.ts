@@ -1,7 +1,4 @@
-import type { Deps } from '../../../src/deps.js';
 import type { Presence } from '../../presence/Presence.js';
-import { RedisPresence } from '../../presence/RedisPresence.js';
-import { gatewayTiming } from '../../timing.js';
 
 /** How long a lesson's list of people answers "yes, X is here" before it is read again. */
 const FRESH_MS = 1000;
@@ -30,15 +27,16 @@ interface Entry {
  */
 export class LessonPeople {
   private readonly lessons = new Map<string, Entry>();
-  private readonly presence: Presence;
 
-  constructor(deps: Deps, presence?: Presence) {
-    // a second reader of the gateway's presence keys (same namespace and timings), for `people` only
-    this.presence = presence ?? new RedisPresence(deps.redis, { ...gatewayTiming(deps.config), loadSeed: async () => undefined });
-  }
+  constructor(
+    /** the gateway's presence */
+    private readonly presence: Presence,
+    /** the gateway's clock (deps.clock) */
+    private readonly now: () => number,
+  ) {}
 
   async has(lessonId: string, personId: string): Promise<boolean> {
-    const now = Date.now();
+    const now = this.now();
     let e = this.lessons.get(lessonId);
     if (!e) {
       if (this.lessons.size >= MAX_LESSONS) this.lessons.delete(this.lessons.keys().next().value!);
