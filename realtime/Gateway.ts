@@ -147,6 +147,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 
   message(conn: ClientConnection, data: ArrayBuffer | string, isBinary: boolean): void {
+    const now = this.now();
+    conn.lastSeenAt = now;
     const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
     if (size > this.deps.config.GATEWAY_MAX_PAYLOAD_BYTES) {
       conn.close('payloadTooLarge');
@@ -156,7 +158,6 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       if (conn.state === 'admitting') conn.sendError('not_ready', 'wait for welcome before sending');
       return;
     }
-    const now = this.now();
     if (!conn.admitFrame(now)) return;
     if (isBinary) {
       conn.invalidFrame('binary_not_supported', 'messages are JSON text frames');
@@ -181,10 +182,19 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     else run();
   }
 
-  /** The socket is gone (any reason). The departure is dated now. */
-  closed(conn: ClientConnection): void {
+  /** A pong: the client is alive (its last sign of life, for a departure noticed late). */
+  pong(conn: ClientConnection): void {
+    conn.lastSeenAt = this.now();
+  }
+
+  /**
+   * The socket is gone (any reason). The departure is dated now, or, when the
+   * transport noticed it `late` (a dead or half-open socket found by the idle
+   * timeout), at the client's last sign of life (its last frame or pong).
+   */
+  closed(conn: ClientConnection, late = false): void {
     if (conn.state === 'closed') return;
-    const at = this.now();
+    const at = late ? conn.lastSeenAt : this.now();
     conn.state = 'closed';
     const lesson = this.lessons.get(conn.lessonId);
     if (lesson?.remove(conn)) this.closeLesson(lesson);
@@ -280,7 +290,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const t2 = performance.now();
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
-    if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, conn);
+    if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn });
     if (res.announce) this.announce(conn.link, now);
     if (conn.state !== 'admitting') return;
     lesson.makePresent(conn, welcomeFrame(conn, res.people, seq, extras, this.deps.config), seq);
@@ -364,7 +374,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       const now = this.now();
       const res = await this.presence.join(lesson.id, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: true });
       void this.meter.apply(lesson.id, res, now);
-      if (res.first) this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count);
+      // the others may have dropped them meanwhile (a sync from a node that re-registered first); they themselves never left
+      if (res.first) this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count, { exceptPerson: conn.person.id });
     }
     // Whoever left while Redis was away is not in Redis any more: resend the whole list.
     const { people, seq } = await this.presence.people(lesson.id);
@@ -530,11 +541,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.bus.publish(lessonId, e).catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId, kind: e.kind }, 'bus publish failed'));
   }
 
-  private presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, except?: ClientConnection): void {
+  private presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, opts: { except?: ClientConnection; exceptPerson?: string } = {}): void {
     const frame = presenceFrame(event, person, seq, count);
     const lesson = this.lessons.get(lessonId);
-    if (lesson) lesson.broadcastPresence(seq, frame, except);
-    else this.publishTo(lessonId, { kind: 'presence', seq, payload: frame });
+    if (lesson) lesson.broadcastPresence(seq, frame, opts);
+    else this.publishTo(lessonId, { kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame });
   }
 
   private async featureWelcome(conn: ClientConnection): Promise<Record<string, unknown>> {

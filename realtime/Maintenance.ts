@@ -44,7 +44,9 @@ type Job = 'heartbeat' | 'flush' | 'sweep';
  *   periodic charge (one node per lesson and interval) and settle meters.
  * - sweep: end sessions idle for SESSION_IDLE_SECONDS, sessions of archived
  *   lessons, and orphans nobody vouched for; every node sweeps, the Lua
- *   claims and idempotent Postgres writes make duplicates harmless.
+ *   claims and idempotent Postgres writes make duplicates harmless. It first
+ *   re-registers this node's sockets if Redis lost them, so no lesson with
+ *   people here is judged empty.
  */
 export class Maintenance {
   private readonly timers: NodeJS.Timeout[] = [];
@@ -124,6 +126,10 @@ export class Maintenance {
   async sweep(): Promise<void> {
     const { gw, presence, meter, sql } = this;
     const now = gw.now();
+    // Redis may have lost its state since the last heartbeat (issue 13): this node's live sockets go
+    // back in before any rule below looks at who is present (an "empty" lesson, an orphan).
+    const { alive } = await presence.heartbeat(gw.nodeId, now);
+    if (!alive) await gw.reRegister();
     for (const c of await findIdleSessions(sql, new Date(now - gw.timing.idleMs))) {
       const r = await presence.claimEnd(c.lessonId, c.sessionId, now);
       if (r.kind === 'end') await meter.finishEnd(c.lessonId, r.meter, now);

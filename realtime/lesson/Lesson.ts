@@ -73,7 +73,7 @@ export class Lesson {
   /** settles once the bus subscription and the features' onLessonOpen are done; rejects if one failed */
   ready: Promise<void> = Promise.resolve();
   closed = false;
-  private readonly recent: { seq: number; frame: string }[] = [];
+  private readonly recent: { seq: number; frame: string; exceptPerson?: string }[] = [];
   private readonly slots = new Map<string, unknown>();
   private readonly heardCloses = new Map<string, { code: CloseCodeName; at: number }>();
 
@@ -146,10 +146,14 @@ export class Lesson {
     this.publish({ kind: 'frame', exceptPerson: opts.exceptPerson, payload: text }, true);
   }
 
-  /** A presence frame (with its Redis seq) for everyone, remembered here for late registrants. */
-  broadcastPresence(seq: number, frame: string, except?: ClientConnection): void {
-    this.deliverPresence(seq, frame, except);
-    this.publish({ kind: 'presence', seq, payload: frame }, true);
+  /**
+   * A presence frame (with its Redis seq) for everyone, remembered here for
+   * late registrants; `exceptPerson` skips that person's sockets on every node
+   * (a re-registered person is not told that they joined).
+   */
+  broadcastPresence(seq: number, frame: string, opts: { except?: ClientConnection; exceptPerson?: string } = {}): void {
+    this.deliverPresence(seq, frame, opts.except, opts.exceptPerson);
+    this.publish({ kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame }, true);
   }
 
   /** A frame for one person's sockets (or one connection of theirs, by id) on every node. */
@@ -189,7 +193,7 @@ export class Lesson {
         else this.deliver(e.payload);
         return;
       case 'presence':
-        this.deliverPresence(e.seq ?? 0, e.payload);
+        this.deliverPresence(e.seq ?? 0, e.payload, undefined, e.exceptPerson);
         return;
       case 'person':
         if (e.toPerson) this.deliverToPerson(e.toPerson, e.payload, e.toConn);
@@ -233,10 +237,11 @@ export class Lesson {
     for (const c of this.conns) if (c.state === 'present' && c.person.id !== personId) c.send(text);
   }
 
-  private deliverPresence(seq: number, frame: string, except?: ClientConnection): void {
-    this.recent.push({ seq, frame });
+  private deliverPresence(seq: number, frame: string, except?: ClientConnection, exceptPerson?: string): void {
+    this.recent.push({ seq, frame, exceptPerson });
     if (this.recent.length > RECENT_PRESENCE) this.recent.shift();
-    this.deliver(frame, except);
+    if (exceptPerson) this.deliverExceptPerson(frame, exceptPerson, except);
+    else this.deliver(frame, except);
   }
 
   private deliverToPerson(personId: string, frame: string, toConn?: string): void {
@@ -257,7 +262,7 @@ export class Lesson {
   makePresent(conn: ClientConnection, welcome: string, seq: number): void {
     conn.state = 'present';
     conn.send(welcome);
-    for (const r of this.recent) if (r.seq > seq) conn.send(r.frame);
+    for (const r of this.recent) if (r.seq > seq && r.exceptPerson !== conn.person.id) conn.send(r.frame);
     this.fanout?.subscribe(conn);
   }
 }

@@ -1,3 +1,4 @@
+import { Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveLinkToken, type ResolvedLink } from '../../src/domain/links.js';
 import { readMeterSeeds } from '../../src/metering/meters.js';
@@ -9,7 +10,7 @@ import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
 import { gatewayTiming } from '../../realtime/timing.js';
 import { makeDeps, ManualClock } from '../helpers/deps.js';
-import { lessonWithLinks } from './helpers/fixtures.js';
+import { lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from './helpers/isolation.js';
 
 /**
@@ -173,6 +174,54 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await vi.waitUntil(() => c.closedWith === 4403);
     expect(b.closedWith).toBeUndefined();
     await Promise.all([n1.gw.close(), n2.gw.close()]);
+  });
+
+  it('after Redis lost its state, registers its sockets again and tells nobody that they themselves joined', async () => {
+    const { gw, open } = await newGateway('unit-e');
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = open(ann);
+    await gw.idle();
+    const b = open(bob);
+    await gw.idle();
+    // Redis loses everything of this test file (its own key prefix)
+    const admin = new IORedis(deps.config.REDIS_URL);
+    const keys = await admin.keys(`${deps.config.REDIS_KEY_PREFIX}*`);
+    if (keys.length) await admin.del(...keys);
+    admin.disconnect();
+    const before = { a: a.frames.length, b: b.frames.length };
+    clock.advance(1_000);
+    await gw.maintenance.heartbeat();
+    await gw.idle();
+    expect((await presence.people(f.lesson.id)).people.map((p) => p.name).sort()).toEqual(['Ann', 'Bob']);
+    const joinedSelf = (s: FakeSocket, name: string, from: number) => s.frames.slice(from).filter((m) => m.type === 'presence' && m.event === 'joined' && m.person.name === name);
+    expect(joinedSelf(a, 'Ann', before.a)).toEqual([]);
+    expect(joinedSelf(b, 'Bob', before.b)).toEqual([]);
+    expect(a.frames.slice(before.a).filter((m) => m.event === 'sync')).toHaveLength(1);
+    await gw.close();
+  });
+
+  it('after Redis lost its state, a sweep re-registers the live sockets before it judges any lesson empty or orphaned', async () => {
+    const { gw, open } = await newGateway('unit-f');
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    open(ann);
+    open(bob);
+    await gw.idle();
+    clock.advance(1_000);
+    await gw.maintenance.flush();
+    await gw.idle();
+    expect(await sessionsOf(deps.sql, f.lesson.id)).toHaveLength(1);
+    const admin = new IORedis(deps.config.REDIS_URL);
+    const keys = await admin.keys(`${deps.config.REDIS_KEY_PREFIX}*`);
+    if (keys.length) await admin.del(...keys);
+    admin.disconnect();
+    // long past the orphan limit and the idle end, and the sweep comes before any heartbeat
+    clock.advance(gw.timing.orphanMs + gw.timing.idleMs);
+    await gw.maintenance.sweep();
+    await gw.idle();
+    expect((await presence.people(f.lesson.id)).people.map((p) => p.name).sort()).toEqual(['Ann', 'Bob']);
+    const [s] = await sessionsOf(deps.sql, f.lesson.id);
+    expect(s.ended_at).toBeNull();
+    await gw.close();
   });
 
   it('owns its timers: start() sets them, close() leaves none', async () => {
