@@ -32,6 +32,8 @@ export class ClientConnection {
   state: ConnectionState = 'admitting';
   /** settles when presence registration finished (successfully or not) */
   joined: Promise<void> = Promise.resolve();
+  /** the client's last sign of life (a frame or a pong), on the gateway's clock */
+  lastSeenAt: number;
   private readonly bucket: TokenBucket;
   private refusedInARow = 0;
   private invalidInARow = 0;
@@ -47,6 +49,7 @@ export class ClientConnection {
     readonly openedAt: number,
   ) {
     this.bucket = new TokenBucket(limits.messagesPerSecond, limits.burst, openedAt);
+    this.lastSeenAt = openedAt;
   }
 
   get lessonId(): string {

@@ -2,33 +2,31 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
+import { warmPool } from '../src/db/index.js';
+import { lessonArchivedAt } from '../src/domain/lessons.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import type { Logger } from '../src/logger.js';
-import { readMeterSeeds, type MeterSeed } from '../src/metering/meters.js';
+import type { MeterSeed } from '../src/metering/meters.js';
 import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
-import { LocalPeople, type LocalPerson } from './admission/LocalPeople.js';
 import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
-import { LessonBus } from './bus/LessonBus.js';
+import { listenForArchives } from './ArchiveListener.js';
+import { LessonBus, type Envelope } from './bus/LessonBus.js';
 import { ClientConnection, type SocketLike } from './ClientConnection.js';
-import type { FeatureContext, GatewayApi, GatewayFeature } from './features.js';
-import { LessonRoom, type Fanout } from './LessonRoom.js';
-import { Batcher } from '../src/lib/Batcher.js';
+import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
+import { Lesson, type Fanout, type LocalPerson } from './lesson/Lesson.js';
 import { mapLimit } from './lib/KeyedQueue.js';
+import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
 import type { Redis } from '../src/redis.js';
 import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
 import { Meter } from './metering/Meter.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
-import { RedisPresence } from './presence/RedisPresence.js';
+import type { CloseCodeName } from './protocol/closeCodes.js';
 import { coreMessages } from './protocol/messages/index.js';
 import { MessageRegistry } from './protocol/registry.js';
 import { presenceFrame, presenceSyncFrame } from './protocol/serverMessages.js';
 import { welcomeFrame } from './protocol/welcome.js';
-
-/** How a relayed cursor frame starts (protocol/messages/cursor.ts): its sender's id follows. */
-const CURSOR_FROM = '{"type":"cursor","from":"';
-const NONE: readonly ClientConnection[] = [];
 
 export interface GatewayOptions {
   features?: GatewayFeature[];
@@ -36,87 +34,82 @@ export interface GatewayOptions {
   nodeId?: string;
 }
 
+/** What a Gateway is built from: startGateway (realtime/index.ts) makes them, a unit test passes its own. */
+export interface GatewayParts extends GatewayOptions {
+  /** who is in which lesson across nodes, and the meter (RedisPresence; an in-memory one in tests) */
+  presence: Presence;
+  /** the node's Redis connection for the lesson bus and the per-person rates (the gateway does not close it) */
+  redis: Redis;
+  /** what Postgres knows of a lesson's meter, read alongside a new lesson's bus subscription (optional) */
+  loadSeed?: (lessonId: string) => Promise<MeterSeed | undefined>;
+}
+
+/** A connection whose departure presence has not heard yet (Redis was unreachable), retried by Maintenance. */
+interface PendingLeave {
+  conn: ClientConnection;
+  at: number;
+}
+
 /**
  * The gateway's core, independent of the socket library: admits
  * connections, registers people in Presence, sends `welcome`, dispatches
- * messages through the registry, broadcasts to lessons across nodes, and
- * hands meter transitions to the Meter. server.ts glues uWS to it;
- * Maintenance.ts runs its timers.
+ * messages through the registry, keeps one Lesson object per lesson with
+ * sockets here (its sockets, its bus channel, its features' state), and
+ * hands meter transitions to the Meter. It owns its start, its timers
+ * (Maintenance) and its close. server.ts glues uWS to it; a unit test drives
+ * it with plain SocketLike objects.
  */
-export class Gateway implements GatewayApi {
+export class Gateway implements GatewayApi, MaintainedGateway {
   readonly nodeId: string;
   readonly registry = new MessageRegistry();
   readonly presence: Presence;
   readonly meter: Meter;
   readonly admission: Admission;
-  /** each person's sockets on this node: the socket cap and the cursor budget (limits per person) */
-  readonly people: LocalPeople;
   private readonly personRates: PersonRates;
   readonly bus: LessonBus;
   readonly timing: ReturnType<typeof gatewayTiming>;
   readonly log: Logger;
-  readonly rooms = new Map<string, LessonRoom>();
+  private readonly lessons = new Map<string, Lesson>();
   /** departures Redis did not hear (it was unreachable), retried by Maintenance */
-  readonly pendingLeaves: { lessonId: string; connId: string; at: number }[] = [];
+  private readonly pendingLeaves: PendingLeave[] = [];
   private readonly features: GatewayFeature[];
+  private readonly busHandlers = new Map<string, (lesson: Lesson, e: Envelope) => void>();
   private readonly announcer: JoinAnnouncer;
-  readonly redis: Redis;
-  private readonly seeds: Batcher<string, MeterSeed | undefined>;
+  private readonly loadSeed: ((lessonId: string) => Promise<MeterSeed | undefined>) | undefined;
+  readonly maintenance: Maintenance;
   private fanout: Fanout | undefined;
   private connSeq = 0;
-  private readonly departures = new Set<Promise<void>>();
+  /** joins, departures and feature hooks in flight: idle() waits for them */
+  private readonly tasks = new Set<Promise<unknown>>();
   private reRegistering: Promise<void> | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private closing: Promise<void> | undefined;
 
   constructor(
     readonly deps: Deps,
-    opts: GatewayOptions = {},
+    parts: GatewayParts,
   ) {
-    this.nodeId = opts.nodeId ?? `${hostname()}:${process.pid}:${randomBase62(8)}`;
+    this.nodeId = parts.nodeId ?? `${hostname()}:${process.pid}:${randomBase62(8)}`;
     this.log = deps.log.child({ component: 'gateway', node: this.nodeId });
     this.timing = gatewayTiming(deps.config);
-    this.features = opts.features ?? [];
-    // Our own connection with auto-pipelining: the commands of many joins in
-    // one event-loop turn go out in one write.
-    this.redis = deps.redis.duplicate({ enableAutoPipelining: true });
-    this.redis.on('error', (err) => this.log.warn({ err: err.message }, 'redis error'));
-    // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
-    this.seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(deps.readSql, ids), {
-      delayMs: 1,
-      max: 100,
-      concurrency: deps.config.DATABASE_READ_POOL_SIZE,
-    });
-    this.presence = new RedisPresence(this.redis, {
-      idleMs: this.timing.idleMs,
-      leaseMs: this.timing.leaseMs,
-      flushMs: this.timing.flushMs,
-      graceMs: this.timing.graceMs,
-      startRetryMs: this.timing.startRetryMs,
-      loadSeed: (lessonId) => this.seeds.add(lessonId),
-    });
+    this.features = parts.features ?? [];
+    this.presence = parts.presence;
+    this.loadSeed = parts.loadSeed;
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
     this.admission = new Admission(deps);
-    const c = deps.config;
-    this.people = new LocalPeople(c.GATEWAY_MAX_SOCKETS_PER_PERSON, c.GATEWAY_PERSON_CURSORS_PER_SECOND, c.GATEWAY_PERSON_CURSOR_BURST);
-    this.personRates = new PersonRates(this.redis, PERSON_RATES);
+    this.personRates = new PersonRates(parts.redis, PERSON_RATES);
     this.announcer = new JoinAnnouncer(deps.sql, this.log);
-    this.bus = new LessonBus(
-      this.redis,
-      deps.config.REDIS_KEY_PREFIX,
-      this.nodeId,
-      {
-        frame: (lessonId, frame) => this.deliverFromBus(lessonId, frame),
-        hello: (lessonId) => {
-          const room = this.rooms.get(lessonId);
-          if (room) room.remoteListeners = true;
-        },
-      },
-      this.log,
-    );
+    this.bus = new LessonBus(parts.redis, deps.config.REDIS_KEY_PREFIX, this.nodeId, (lessonId, e) => this.lessons.get(lessonId)?.receive(e), this.log);
+    this.maintenance = new Maintenance(this, this.presence, this.meter, deps.sql);
     this.registry.register(...coreMessages);
-    for (const f of this.features) if (f.messages) this.registry.register(...f.messages);
+    for (const f of this.features) {
+      if (f.messages) this.registry.register(...f.messages);
+      for (const [kind, handle] of Object.entries(f.onBus ?? {})) this.busHandlers.set(kind, handle);
+    }
+    for (const f of this.features) f.attach?.(this);
   }
 
-  /** The transport's delivery to lesson topics (uWS); rooms loop over their sockets without it. */
+  /** The transport's delivery to lesson topics (uWS); lessons loop over their sockets without it. */
   useFanout(fanout: Fanout): void {
     this.fanout = fanout;
   }
@@ -130,6 +123,7 @@ export class Gateway implements GatewayApi {
   /** A socket finished its upgrade with an admitted link. */
   open(socket: SocketLike, link: ResolvedLink, ip: string): ClientConnection {
     const c = this.deps.config;
+    const now = this.now();
     const conn = new ClientConnection(
       `${this.nodeId}#${++this.connSeq}`,
       socket,
@@ -137,21 +131,24 @@ export class Gateway implements GatewayApi {
       { id: publicPersonId(link.lesson_id, link.user_hash), name: link.name, role: link.role },
       ip,
       { messagesPerSecond: c.GATEWAY_MESSAGES_PER_SECOND, burst: c.GATEWAY_MESSAGE_BURST },
-      this.now(),
+      now,
     );
+    const fresh = !this.lessons.has(link.lesson_id);
+    const lesson = this.lessonFor(link.lesson_id);
     // past the cap the person's oldest sockets go (4409): a new tab wins over a forgotten one
-    for (const old of this.people.add(conn, conn.openedAt)) old.close('replaced');
-    const fresh = !this.rooms.has(link.lesson_id);
-    const room = this.roomFor(link.lesson_id);
-    room.conns.add(conn);
-    conn.joined = this.join(conn, room, fresh).catch((err) => {
-      this.log.error({ err, lesson_id: conn.lessonId }, 'join failed');
-      conn.close('internal');
-    });
+    for (const old of lesson.add(conn, now)) old.close('replaced');
+    conn.joined = this.track(
+      this.join(conn, lesson, fresh).catch((err) => {
+        this.log.error({ err, lesson_id: conn.lessonId }, 'join failed');
+        conn.close('internal');
+      }),
+    );
     return conn;
   }
 
   message(conn: ClientConnection, data: ArrayBuffer | string, isBinary: boolean): void {
+    const now = this.now();
+    conn.lastSeenAt = now;
     const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
     if (size > this.deps.config.GATEWAY_MAX_PAYLOAD_BYTES) {
       conn.close('payloadTooLarge');
@@ -161,7 +158,6 @@ export class Gateway implements GatewayApi {
       if (conn.state === 'admitting') conn.sendError('not_ready', 'wait for welcome before sending');
       return;
     }
-    const now = this.now();
     if (!conn.admitFrame(now)) return;
     if (isBinary) {
       conn.invalidFrame('binary_not_supported', 'messages are JSON text frames');
@@ -186,65 +182,81 @@ export class Gateway implements GatewayApi {
     else run();
   }
 
-  /** The socket is gone (any reason). The departure is dated now. */
-  closed(conn: ClientConnection): void {
+  /** A pong: the client is alive (its last sign of life, for a departure noticed late). */
+  pong(conn: ClientConnection): void {
+    conn.lastSeenAt = this.now();
+  }
+
+  /**
+   * The socket is gone (any reason). The departure is dated now, or, when the
+   * transport noticed it `late` (a dead or half-open socket found by the idle
+   * timeout), at the client's last sign of life (its last frame or pong).
+   */
+  closed(conn: ClientConnection, late = false): void {
     if (conn.state === 'closed') return;
-    const at = this.now();
+    const at = late ? conn.lastSeenAt : this.now();
     conn.state = 'closed';
-    this.people.remove(conn);
-    const room = this.rooms.get(conn.lessonId);
-    if (room) {
-      room.conns.delete(conn);
-      if (room.conns.size === 0) {
-        this.rooms.delete(conn.lessonId);
-        this.bus.unsubscribe(conn.lessonId);
-        this.meter.forget(conn.lessonId);
-      }
-    }
-    const departure = conn.joined.then(() => this.leave(conn, at));
-    this.departures.add(departure);
-    void departure.finally(() => this.departures.delete(departure));
+    const lesson = this.lessons.get(conn.lessonId);
+    if (lesson?.remove(conn)) this.closeLesson(lesson);
+    this.track(conn.joined.then(() => this.leave(conn, at)));
   }
 
   // ---- GatewayApi ----------------------------------------------------------
 
   broadcast(lessonId: string, frame: string | object, opts: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean } = {}): void {
     const text = typeof frame === 'string' ? frame : JSON.stringify(frame);
-    const room = this.rooms.get(lessonId);
-    if (room && opts.exceptPerson) this.deliverExceptPerson(room, text, opts.exceptPerson, opts.except);
-    else room?.deliver(text, opts.except);
-    this.publishRemote(lessonId, text, room, opts.ephemeral ?? false);
+    const lesson = this.lessons.get(lessonId);
+    if (lesson) lesson.broadcast(text, opts);
+    else this.publishTo(lessonId, { kind: 'frame', exceptPerson: opts.exceptPerson, payload: text });
+  }
+
+  toPerson(lessonId: string, personId: string, frame: string): void {
+    const lesson = this.lessons.get(lessonId);
+    if (lesson) lesson.toPerson(personId, frame);
+    else this.publishTo(lessonId, { kind: 'person', toPerson: personId, payload: frame });
+  }
+
+  closePerson(lessonId: string, personId: string, code: CloseCodeName): void {
+    const lesson = this.lessons.get(lessonId);
+    if (lesson) lesson.closePerson(personId, code);
+    else this.publishTo(lessonId, { kind: 'close', toPerson: personId, payload: code });
+  }
+
+  publish(lessonId: string, kind: string, payload: string): void {
+    const lesson = this.lessons.get(lessonId);
+    if (lesson) lesson.publish({ kind, payload });
+    else this.publishTo(lessonId, { kind, payload });
+  }
+
+  lesson(lessonId: string): Lesson | undefined {
+    return this.lessons.get(lessonId);
   }
 
   localPerson(lessonId: string, personId: string): LocalPerson | undefined {
-    return this.people.get(lessonId, personId);
-  }
-
-  /**
-   * Everyone here but one person's sockets. The common case, the person's only
-   * socket here is the sender (or they have none here), stays one uWS topic
-   * publish; only a person with several sockets here costs a loop.
-   */
-  private deliverExceptPerson(room: LessonRoom, text: string, personId: string, sender?: ClientConnection): void {
-    // per cursor frame: a loop that allocates nothing and stops at the first other socket
-    let othersHere = false;
-    for (const c of this.people.get(room.lessonId, personId)?.conns ?? NONE) {
-      if (c !== sender && c.state === 'present') {
-        othersHere = true;
-        break;
-      }
-    }
-    if (!othersHere) return room.deliver(text, sender);
-    for (const c of room.conns) if (c.state === 'present' && c.person.id !== personId) c.send(text);
+    return this.lessons.get(lessonId)?.person(personId);
   }
 
   localConnections(lessonId: string): ClientConnection[] {
-    return this.rooms.get(lessonId)?.present() ?? [];
+    return this.lessons.get(lessonId)?.present() ?? [];
+  }
+
+  // ---- MaintainedGateway ---------------------------------------------------
+
+  /** Lessons open on this node. */
+  openLessons(): string[] {
+    return [...this.lessons.keys()];
+  }
+
+  /** Lessons with someone present on this node (the ones this node meters). */
+  servedLessons(): string[] {
+    const out: string[] = [];
+    for (const l of this.lessons.values()) if (l.present().length > 0) out.push(l.id);
+    return out;
   }
 
   // ---- presence ------------------------------------------------------------
 
-  private async join(conn: ClientConnection, room: LessonRoom, freshRoom: boolean): Promise<void> {
+  private async join(conn: ClientConnection, lesson: Lesson, freshLesson: boolean): Promise<void> {
     const t0 = performance.now();
     // A lesson new on this node is often new to Redis too (its first arrival):
     // read its meter seed from Postgres while the features prepare the welcome
@@ -252,11 +264,17 @@ export class Gateway implements GatewayApi {
     // trips more before welcome). Used only if Redis has no meter for the
     // lesson, and then no node has written the lesson's meter since: a node
     // flushes a meter only while Redis holds it.
-    const seedRead = freshRoom ? this.seeds.add(conn.lessonId).catch(() => undefined) : undefined;
+    const seedRead = freshLesson && this.loadSeed ? this.loadSeed(conn.lessonId).catch(() => undefined) : undefined;
+    try {
+      await lesson.ready;
+    } catch {
+      // the bus or a feature's lesson state could not be set up (logged where it failed)
+      conn.close('unavailable');
+      return;
+    }
+    const tReady = performance.now();
     const extras = await this.featureWelcome(conn);
     const tFeatures = performance.now();
-    await room.busReady;
-    const tBus = performance.now();
     const seed = await seedRead;
     const t1 = performance.now();
     if (conn.state === 'closed') return;
@@ -272,43 +290,59 @@ export class Gateway implements GatewayApi {
     const t2 = performance.now();
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
-    if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, conn);
+    if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn });
     if (res.announce) this.announce(conn.link, now);
     if (conn.state !== 'admitting') return;
-    room.makePresent(conn, welcomeFrame(conn, res.people, seq, extras, this.deps.config), seq);
+    lesson.makePresent(conn, welcomeFrame(conn, res.people, seq, extras, this.deps.config), seq);
     if (this.log.isLevelEnabled('debug')) {
-      this.log.debug({ lesson_id: conn.lessonId, features_ms: +(tFeatures - t0).toFixed(2), bus_ms: +(tBus - tFeatures).toFixed(2), seed_wait_ms: +(t1 - tBus).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
+      this.log.debug({ lesson_id: conn.lessonId, ready_ms: +(tReady - t0).toFixed(2), features_ms: +(tFeatures - tReady).toFixed(2), seed_wait_ms: +(t1 - tFeatures).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
     }
-    for (const f of this.features) {
-      if (f.onPresent) void Promise.resolve(f.onPresent(this.featureContext(conn))).catch((err) => this.log.error({ err, feature: f.name }, 'onPresent failed'));
-    }
+    for (const f of this.features) if (f.onPresent) this.runHook(f, 'onPresent', () => f.onPresent!(this.featureContext(conn)));
   }
 
+  /**
+   * Presence hears of the departure, then the features' onClosed runs. If
+   * Redis is unreachable the departure waits in pendingLeaves (dated when the
+   * socket closed) and onClosed runs when a retry succeeds.
+   */
   private async leave(conn: ClientConnection, at: number): Promise<void> {
     let res;
     try {
       res = await this.presence.leave(conn.lessonId, conn.id, at);
     } catch (err) {
       this.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'presence unavailable at leave; will retry');
-      this.pendingLeaves.push({ lessonId: conn.lessonId, connId: conn.id, at });
+      this.pendingLeaves.push({ conn, at });
       return;
     }
-    for (const f of this.features) {
-      if (f.onClosed) void Promise.resolve(f.onClosed({ ...this.featureContext(conn), personLeft: !!res?.last })).catch((err) => this.log.error({ err, feature: f.name }, 'onClosed failed'));
-    }
+    this.departed(conn, res, at);
+  }
+
+  private departed(conn: ClientConnection, res: Awaited<ReturnType<Presence['leave']>>, at: number): void {
+    this.runClosedHooks(conn, !!res?.last);
     if (res) this.applyDeparture(conn.lessonId, res.last && res.person ? [res.person] : [], res, at);
+  }
+
+  private runClosedHooks(conn: ClientConnection, personLeft: boolean): void {
+    for (const f of this.features) if (f.onClosed) this.runHook(f, 'onClosed', () => f.onClosed!({ ...this.featureContext(conn), personLeft }));
+  }
+
+  /** Departures waiting for Redis (Maintenance retries them). */
+  get pendingDepartures(): number {
+    return this.pendingLeaves.length;
   }
 
   /** Retries departures Redis did not hear (Maintenance, after Redis is back). */
   async retryPendingLeaves(): Promise<void> {
     const batch = this.pendingLeaves.splice(0);
     for (const p of batch) {
+      let res;
       try {
-        const res = await this.presence.leave(p.lessonId, p.connId, p.at);
-        if (res) this.applyDeparture(p.lessonId, res.last && res.person ? [res.person] : [], res, p.at);
+        res = await this.presence.leave(p.conn.lessonId, p.conn.id, p.at);
       } catch {
         this.pendingLeaves.push(p);
+        continue;
       }
+      this.departed(p.conn, res, p.at);
     }
   }
 
@@ -326,38 +360,71 @@ export class Gateway implements GatewayApi {
    */
   reRegister(onlyLessons?: string[]): Promise<void> {
     if (this.reRegistering) return this.reRegistering;
-    const rooms = onlyLessons ? onlyLessons.map((id) => this.rooms.get(id)).filter((r): r is LessonRoom => !!r) : [...this.rooms.values()];
-    if (rooms.length === 0) return Promise.resolve();
-    this.log.warn({ lessons: rooms.length }, 're-registering live connections');
-    this.reRegistering = mapLimit(rooms, 8, (room) => this.reRegisterRoom(room))
+    const lessons = onlyLessons ? onlyLessons.map((id) => this.lessons.get(id)).filter((l): l is Lesson => !!l) : [...this.lessons.values()];
+    if (lessons.length === 0) return Promise.resolve();
+    this.log.warn({ lessons: lessons.length }, 're-registering live connections');
+    this.reRegistering = mapLimit(lessons, 8, (l) => this.reRegisterLesson(l))
       .then(() => undefined)
       .finally(() => (this.reRegistering = undefined));
     return this.reRegistering;
   }
 
-  private async reRegisterRoom(room: LessonRoom): Promise<void> {
-    for (const conn of room.present()) {
+  private async reRegisterLesson(lesson: Lesson): Promise<void> {
+    for (const conn of lesson.present()) {
       const now = this.now();
-      const res = await this.presence.join(room.lessonId, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: true });
-      void this.meter.apply(room.lessonId, res, now);
-      if (res.first) this.presenceEvent(room.lessonId, 'joined', conn.person, res.meter?.seq ?? 0, res.count);
+      const res = await this.presence.join(lesson.id, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: true });
+      void this.meter.apply(lesson.id, res, now);
+      // the others may have dropped them meanwhile (a sync from a node that re-registered first); they themselves never left
+      if (res.first) this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count, { exceptPerson: conn.person.id });
     }
     // Whoever left while Redis was away is not in Redis any more: resend the whole list.
-    const { people, seq } = await this.presence.people(room.lessonId);
-    room.deliver(presenceSyncFrame(people, seq));
+    const { people, seq } = await this.presence.people(lesson.id);
+    lesson.deliver(presenceSyncFrame(people, seq));
   }
 
   // ---- lifecycle -----------------------------------------------------------
 
   /**
-   * Before serving: opens the read pool's connections and loads the presence
-   * scripts, so that the first arrivals after a start (everyone reconnecting
-   * after a deploy) do not also wait for connections to be made and scripts to
-   * be sent. A failure is left to the first real use to report.
+   * Before serving: takes this node's lease (other nodes never see our people
+   * without one), listens for archived lessons, starts admission, opens the
+   * read pool's connections and loads the presence scripts (so that everyone
+   * reconnecting after a deploy does not also wait for those), then starts
+   * the periodic work. `timers: false` leaves Maintenance to the caller (tests).
    */
-  async warmUp(): Promise<void> {
-    const reads = Array.from({ length: this.deps.config.DATABASE_READ_POOL_SIZE }, () => this.deps.readSql`SELECT 1`);
-    await Promise.all([...reads, this.presence.warmUp()]).catch((err) => this.log.warn({ err: (err as Error).message }, 'warm-up failed'));
+  async start(opts: { timers?: boolean } = {}): Promise<void> {
+    await this.maintenance.guard('heartbeat', () => this.maintenance.heartbeat());
+    this.unlisten = await listenForArchives(this);
+    await this.admission.start();
+    await this.warmUp();
+    if (opts.timers ?? true) this.maintenance.start();
+  }
+
+  /** A failure is left to the first real use to report. */
+  private async warmUp(): Promise<void> {
+    await Promise.all([warmPool(this.deps.readSql, this.deps.config.DATABASE_READ_POOL_SIZE), this.presence.warmUp()]).catch((err) =>
+      this.log.warn({ err: (err as Error).message }, 'warm-up failed'),
+    );
+  }
+
+  /**
+   * Graceful stop (after the transport stopped accepting): stops the timers,
+   * closes every socket (1001), records their departures, lets the features
+   * release what they hold, drops the lease and the bus. Idempotent.
+   */
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      this.maintenance.stop();
+      for (const lesson of [...this.lessons.values()]) for (const conn of [...lesson.conns]) conn.close('goingAway');
+      await this.idle();
+      // departures Redis never heard: the features still hear of the sockets (presence drops the node below)
+      for (const p of this.pendingLeaves.splice(0)) this.runClosedHooks(p.conn, false);
+      await this.idle();
+      for (const f of this.features) await f.close?.().catch((err) => this.log.error({ err, feature: f.name }, 'feature close failed'));
+      await this.presence.leaveNode(this.nodeId).catch(() => undefined);
+      await this.unlisten?.().catch(() => undefined);
+      await this.admission.stop().catch(() => undefined);
+      await this.bus.close();
+    })());
   }
 
   /**
@@ -367,19 +434,28 @@ export class Gateway implements GatewayApi {
    */
   async archived(lessonId: string): Promise<void> {
     this.admission.markArchived(lessonId);
-    const [row] = await this.deps.sql<{ archived_at: Date | null }[]>`SELECT archived_at FROM lessons WHERE id = ${lessonId}`;
-    if (!row?.archived_at) return;
+    const archivedAt = await lessonArchivedAt(this.deps.sql, lessonId);
+    if (!archivedAt) return;
     const now = this.now();
-    const m = await this.presence.archiveEnd(lessonId, row.archived_at.getTime(), now);
-    for (const conn of [...(this.rooms.get(lessonId)?.conns ?? [])]) conn.close('archived');
+    const m = await this.presence.archiveEnd(lessonId, archivedAt.getTime(), now);
+    for (const conn of [...(this.lessons.get(lessonId)?.conns ?? [])]) conn.close('archived');
     if (m) await this.meter.finishEnd(lessonId, m, now);
   }
 
-  /** Waits for queued Postgres work (tests and shutdown). */
+  /**
+   * Resolves once nothing is in flight: joins, departures (and the onClosed
+   * hooks after them), feature hooks, bus publishes, participant.joined and
+   * the meter's Postgres work. Each may queue more of the others, so it loops
+   * until one pass finds everything empty.
+   */
   async idle(): Promise<void> {
-    while (this.departures.size > 0) await Promise.all([...this.departures]);
-    await this.announcer.idle();
-    await this.meter.idle();
+    for (;;) {
+      while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
+      await this.announcer.idle();
+      await this.meter.idle();
+      await this.bus.idle();
+      if (this.tasks.size === 0) return;
+    }
   }
 
   now(): number {
@@ -388,47 +464,88 @@ export class Gateway implements GatewayApi {
 
   // ---- internals -----------------------------------------------------------
 
-  private roomFor(lessonId: string): LessonRoom {
-    let room = this.rooms.get(lessonId);
-    if (!room) {
-      room = new LessonRoom(lessonId, this.fanout);
-      room.busReady = this.bus.subscribe(lessonId);
-      this.rooms.set(lessonId, room);
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.tasks.add(p);
+    void p.then(
+      () => this.tasks.delete(p),
+      () => this.tasks.delete(p),
+    );
+    return p;
+  }
+
+  private runHook(f: GatewayFeature, hook: string, fn: () => unknown): void {
+    let r: unknown;
+    try {
+      r = fn();
+    } catch (err) {
+      this.log.error({ err, feature: f.name }, `${hook} failed`);
+      return;
     }
-    return room;
+    if (r instanceof Promise) this.track(r.catch((err) => this.log.error({ err, feature: f.name }, `${hook} failed`)));
   }
 
-  private presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, except?: ClientConnection): void {
-    const frame = presenceFrame(event, person, seq, count);
-    const room = this.rooms.get(lessonId);
-    room?.deliverPresence(seq, frame, except);
-    this.publishRemote(lessonId, frame, room, false);
+  /** The lesson opens with its first socket here: bus channel first, then the features' lesson state. */
+  private lessonFor(lessonId: string): Lesson {
+    let lesson = this.lessons.get(lessonId);
+    if (lesson) return lesson;
+    const c = this.deps.config;
+    const l = new Lesson(
+      lessonId,
+      this.bus,
+      { maxSockets: c.GATEWAY_MAX_SOCKETS_PER_PERSON, cursorRate: c.GATEWAY_PERSON_CURSORS_PER_SECOND, cursorBurst: c.GATEWAY_PERSON_CURSOR_BURST },
+      this.log,
+      () => this.now(),
+      this.fanout,
+      (les, e) => this.busHandlers.get(e.kind)?.(les, e),
+    );
+    l.ready = this.track(this.openLesson(l));
+    l.ready.catch(() => undefined);
+    this.lessons.set(lessonId, (lesson = l));
+    return lesson;
   }
 
-  private publishRemote(lessonId: string, frame: string, room: LessonRoom | undefined, ephemeral: boolean): void {
-    if (ephemeral && room && !room.remoteListeners) return;
-    this.bus.publish(lessonId, frame).then(
-      (receivers) => {
-        const r = this.rooms.get(lessonId);
-        if (r) r.remoteListeners = receivers > 1;
-      },
-      (err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'bus publish failed'),
+  private async openLesson(lesson: Lesson): Promise<void> {
+    await this.bus.subscribe(lesson.id);
+    for (const f of this.features) {
+      if (!f.onLessonOpen || lesson.closed) continue;
+      try {
+        await f.onLessonOpen(lesson);
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message, feature: f.name, lesson_id: lesson.id }, 'lesson state unavailable at open');
+        throw err;
+      }
+    }
+  }
+
+  /** The last socket here closed: features drop their state, the bus channel goes. */
+  private closeLesson(lesson: Lesson): void {
+    lesson.closed = true;
+    if (this.lessons.get(lesson.id) === lesson) this.lessons.delete(lesson.id);
+    this.bus.unsubscribe(lesson.id);
+    this.meter.forget(lesson.id);
+    // after its open finished, so that what the open set up is what is released
+    this.track(
+      lesson.ready.then(
+        () => {
+          for (const f of this.features) if (f.onLessonClose) this.runHook(f, 'onLessonClose', () => f.onLessonClose!(lesson));
+        },
+        () => {
+          for (const f of this.features) if (f.onLessonClose) this.runHook(f, 'onLessonClose', () => f.onLessonClose!(lesson));
+        },
+      ),
     );
   }
 
-  private deliverFromBus(lessonId: string, frame: string): void {
-    const room = this.rooms.get(lessonId);
-    if (!room) return;
-    room.remoteListeners = true;
-    if (frame.startsWith('{"type":"presence"')) {
-      const seq = Number(/"seq":(\d+)/.exec(frame)?.[1] ?? 0);
-      room.deliverPresence(seq, frame);
-    } else if (frame.startsWith(CURSOR_FROM)) {
-      // a person's own cursor never comes back to their sockets on this node either
-      this.deliverExceptPerson(room, frame, frame.slice(CURSOR_FROM.length, frame.indexOf('"', CURSOR_FROM.length)));
-    } else {
-      room.deliver(frame);
-    }
+  /** To the lesson's other nodes when no socket of it is here (a feature acting on a lesson it does not serve here). */
+  private publishTo(lessonId: string, e: Parameters<LessonBus['publish']>[1]): void {
+    this.bus.publish(lessonId, e).catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId, kind: e.kind }, 'bus publish failed'));
+  }
+
+  private presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, opts: { except?: ClientConnection; exceptPerson?: string } = {}): void {
+    const frame = presenceFrame(event, person, seq, count);
+    const lesson = this.lessons.get(lessonId);
+    if (lesson) lesson.broadcastPresence(seq, frame, opts);
+    else this.publishTo(lessonId, { kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame });
   }
 
   private async featureWelcome(conn: ClientConnection): Promise<Record<string, unknown>> {

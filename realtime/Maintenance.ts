@@ -4,7 +4,32 @@ import {
   findIdleSessions,
   findOrphanSessions,
 } from '../src/metering/meters.js';
-import type { Gateway } from './Gateway.js';
+import type { Sql } from '../src/db/index.js';
+import type { Logger } from '../src/logger.js';
+import type { Meter } from './metering/Meter.js';
+import type { Change, Presence, PublicPerson } from './presence/Presence.js';
+import type { gatewayTiming } from './timing.js';
+
+/** What the periodic work needs of the gateway: its lessons as ids, and the few actions that follow. */
+export interface MaintainedGateway {
+  readonly nodeId: string;
+  readonly log: Logger;
+  readonly timing: ReturnType<typeof gatewayTiming>;
+  now(): number;
+  /** lessons open on this node */
+  openLessons(): string[];
+  /** lessons with someone present on this node */
+  servedLessons(): string[];
+  /** registers this node's live sockets again (all lessons, or these) */
+  reRegister(onlyLessons?: string[]): Promise<void>;
+  /** departures Redis missed */
+  readonly pendingDepartures: number;
+  retryPendingLeaves(): Promise<void>;
+  applyDeparture(lessonId: string, left: PublicPerson[], change: Change, at: number): void;
+  archived(lessonId: string): Promise<void>;
+}
+
+type MeterPort = Pick<Meter, 'apply' | 'flush' | 'finishEnd' | 'endUnknown' | 'remember'>;
 
 type Job = 'heartbeat' | 'flush' | 'sweep';
 
@@ -19,13 +44,20 @@ type Job = 'heartbeat' | 'flush' | 'sweep';
  *   periodic charge (one node per lesson and interval) and settle meters.
  * - sweep: end sessions idle for SESSION_IDLE_SECONDS, sessions of archived
  *   lessons, and orphans nobody vouched for; every node sweeps, the Lua
- *   claims and idempotent Postgres writes make duplicates harmless.
+ *   claims and idempotent Postgres writes make duplicates harmless. It first
+ *   re-registers this node's sockets if Redis lost them, so no lesson with
+ *   people here is judged empty.
  */
 export class Maintenance {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly busy = new Set<Job>();
 
-  constructor(private readonly gw: Gateway) {}
+  constructor(
+    private readonly gw: MaintainedGateway,
+    private readonly presence: Presence,
+    private readonly meter: MeterPort,
+    private readonly sql: Sql,
+  ) {}
 
   start(): void {
     const t = this.gw.timing;
@@ -58,59 +90,62 @@ export class Maintenance {
   }
 
   async heartbeat(): Promise<void> {
-    const gw = this.gw;
+    const { gw, presence } = this;
     const now = gw.now();
-    const { alive, expired } = await gw.presence.heartbeat(gw.nodeId, now);
-    if (!alive && gw.rooms.size > 0) await gw.reRegister();
-    if (gw.pendingLeaves.length > 0) await gw.retryPendingLeaves();
+    const { alive, expired } = await presence.heartbeat(gw.nodeId, now);
+    if (!alive) await gw.reRegister();
+    if (gw.pendingDepartures > 0) await gw.retryPendingLeaves();
     for (const dead of expired) {
-      const lessons = await gw.presence.reap(dead, now);
+      const lessons = await presence.reap(dead, now);
       if (lessons.length > 0) gw.log.warn({ dead_node: dead, lessons: lessons.length }, 'reaped a node whose lease expired');
       for (const l of lessons) gw.applyDeparture(l.lessonId, l.left, l, now);
     }
   }
 
   async flush(): Promise<void> {
-    const gw = this.gw;
+    const { gw, presence, meter } = this;
     const now = gw.now();
-    let ids = [...gw.rooms.values()].filter((r) => r.present().length > 0).map((r) => r.lessonId);
+    let ids = gw.servedLessons();
     // Never charge past a deletion whose notification we missed: those lessons end instead.
-    const archived = await archivedAmong(gw.deps.sql, ids);
+    const archived = await archivedAmong(this.sql, ids);
     for (const lessonId of archived.keys()) await gw.archived(lessonId);
     if (archived.size > 0) ids = ids.filter((id) => !archived.has(id));
     const lost: string[] = [];
     for (let i = 0; i < ids.length; i += 200) {
-      const results = await gw.presence.tick(ids.slice(i, i + 200), now);
+      const results = await presence.tick(ids.slice(i, i + 200), now);
       for (const r of results) {
         if (r.meter === null) lost.push(r.lessonId);
-        else if (r.effects.length > 0) void gw.meter.apply(r.lessonId, r, now);
+        else if (r.effects.length > 0) void meter.apply(r.lessonId, r, now);
       }
-      await gw.meter.flush(results, now);
+      await meter.flush(results, now);
     }
     // Redis has no meter for lessons we serve: it lost its state.
     if (lost.length > 0) await gw.reRegister(lost);
   }
 
   async sweep(): Promise<void> {
-    const gw = this.gw;
-    const { sql } = gw.deps;
+    const { gw, presence, meter, sql } = this;
     const now = gw.now();
+    // Redis may have lost its state since the last heartbeat (issue 13): this node's live sockets go
+    // back in before any rule below looks at who is present (an "empty" lesson, an orphan).
+    const { alive } = await presence.heartbeat(gw.nodeId, now);
+    if (!alive) await gw.reRegister();
     for (const c of await findIdleSessions(sql, new Date(now - gw.timing.idleMs))) {
-      const r = await gw.presence.claimEnd(c.lessonId, c.sessionId, now);
-      if (r.kind === 'end') await gw.meter.finishEnd(c.lessonId, r.meter, now);
-      else if (r.kind === 'orphan') await gw.meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
+      const r = await presence.claimEnd(c.lessonId, c.sessionId, now);
+      if (r.kind === 'end') await meter.finishEnd(c.lessonId, r.meter, now);
+      else if (r.kind === 'orphan') await meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
     }
     for (const c of await findArchivedRunning(sql)) {
-      const m = await gw.presence.archiveEnd(c.lessonId, c.since.getTime(), now);
-      if (m) await gw.meter.finishEnd(c.lessonId, m, now);
-      else await gw.meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
+      const m = await presence.archiveEnd(c.lessonId, c.since.getTime(), now);
+      if (m) await meter.finishEnd(c.lessonId, m, now);
+      else await meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
     }
     for (const c of await findOrphanSessions(sql, new Date(now - gw.timing.orphanMs))) {
-      const m = await gw.presence.orphan(c.lessonId, c.sessionId, now);
-      if (m) await gw.meter.remember(c.lessonId, m, 0, now);
+      const m = await presence.orphan(c.lessonId, c.sessionId, now);
+      if (m) await meter.remember(c.lessonId, m, 0, now);
     }
     // Archive notifications can be missed (LISTEN reconnecting): check the lessons served here.
-    const archived = await archivedAmong(sql, [...gw.rooms.keys()]);
+    const archived = await archivedAmong(sql, gw.openLessons());
     for (const lessonId of archived.keys()) await gw.archived(lessonId);
   }
 }

@@ -1,13 +1,16 @@
 import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
-import { listenForArchives } from './ArchiveListener.js';
+import { Batcher } from '../src/lib/Batcher.js';
+import { readMeterSeeds, type MeterSeed } from '../src/metering/meters.js';
 import { Gateway, type GatewayOptions } from './Gateway.js';
 import { defaultFeatures } from './features/index.js';
-import { Maintenance } from './Maintenance.js';
+import type { Maintenance } from './Maintenance.js';
+import { RedisPresence } from './presence/RedisPresence.js';
 import { createServer, listen } from './server.js';
+import { gatewayTiming } from './timing.js';
 
 export type { GatewayOptions } from './Gateway.js';
-export type { GatewayFeature, GatewayApi, FeatureContext, HttpRoute, HttpReply } from './features.js';
+export type { GatewayFeature, GatewayApi, FeatureContext, HttpRoute, HttpReply } from './features/api.js';
 export { defineMessage } from './protocol/registry.js';
 export { CloseCode } from './protocol/closeCodes.js';
 
@@ -21,37 +24,46 @@ export interface RunningGateway {
 
 /**
  * The realtime gateway on GATEWAY_PORT: GET /embed/<token>, the WebSocket at
- * /ws?token=<token>, /healthz and /readyz (docs/protocol.md).
+ * /ws?token=<token>, /healthz and /readyz (docs/protocol.md). Builds what the
+ * core is given (its Redis connection, RedisPresence, the meter-seed reader),
+ * the core, and the uWS transport around it.
  */
-export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, options: GatewayOptions = {}): Promise<RunningGateway> {
-  const gateway = new Gateway(deps, { ...options, features: options.features ?? defaultFeatures(deps) });
+export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, options: GatewayOptions & { timers?: boolean } = {}): Promise<RunningGateway> {
+  const timing = gatewayTiming(deps.config);
+  // Our own connection with auto-pipelining: the commands of many joins in
+  // one event-loop turn go out in one write.
+  const redis = deps.redis.duplicate({ enableAutoPipelining: true });
+  redis.on('error', (err) => deps.log.warn({ err: err.message, component: 'gateway' }, 'redis error'));
+  // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
+  const seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(deps.readSql, ids), {
+    delayMs: 1,
+    max: 100,
+    concurrency: deps.config.DATABASE_READ_POOL_SIZE,
+  });
+  const loadSeed = (lessonId: string) => seeds.add(lessonId);
+  const presence = new RedisPresence(redis, {
+    idleMs: timing.idleMs,
+    leaseMs: timing.leaseMs,
+    flushMs: timing.flushMs,
+    graceMs: timing.graceMs,
+    startRetryMs: timing.startRetryMs,
+    loadSeed,
+  });
+  const gateway = new Gateway(deps, { ...options, features: options.features ?? defaultFeatures(deps), presence, redis, loadSeed });
   const server = createServer(gateway);
-  const maintenance = new Maintenance(gateway);
-  // Take the lease before serving, so other nodes never see our people without one.
-  await maintenance.guard('heartbeat', () => maintenance.heartbeat());
-  const unlisten = await listenForArchives(gateway);
-  await gateway.admission.start();
-  await gateway.warmUp();
-  maintenance.start();
+  await gateway.start({ timers: options.timers });
   const socket = await listen(server.app, deps.config.HOST, port);
   let closing: Promise<void> | undefined;
   return {
     port: uWS.us_socket_local_port(socket),
     gateway,
-    maintenance,
+    maintenance: gateway.maintenance,
     close: () =>
       (closing ??= (async () => {
-        maintenance.stop();
         server.stopAccepting();
         uWS.us_listen_socket_close(socket);
-        for (const room of [...gateway.rooms.values()]) for (const conn of [...room.conns]) conn.close('goingAway');
-        await gateway.idle();
-        for (const f of gateway.featureList()) await f.close?.().catch((err) => gateway.log.error({ err, feature: f.name }, 'feature close failed'));
-        await gateway.presence.leaveNode(gateway.nodeId).catch(() => undefined);
-        await unlisten().catch(() => undefined);
-        await gateway.admission.stop().catch(() => undefined);
-        await gateway.bus.close();
-        gateway.redis.disconnect();
+        await gateway.close();
+        redis.disconnect();
         server.stop();
       })()),
   };

@@ -4,7 +4,7 @@ import type { ResolvedLink } from '../src/domain/links.js';
 import { checkReadiness } from '../src/lib/readiness.js';
 import { refusals, type LinkCheck, type Refusal } from './admission/Admission.js';
 import type { ClientConnection, SocketLike } from './ClientConnection.js';
-import type { HttpReply } from './features.js';
+import type { HttpReply } from './features/api.js';
 import type { Gateway } from './Gateway.js';
 import { notFoundPage, placeholderPage, refusalPage } from './http/embedPage.js';
 import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upgrade.js';
@@ -28,6 +28,8 @@ class UwsSocket implements SocketLike {
   closed = false;
   /** when the client last sent anything (a frame or a pong), on the Keepalive's coarse clock */
   rxAt = 0;
+  /** when the Keepalive last pinged it (a silent socket is pinged once per cycle, not at every visit) */
+  pingAt = -Infinity;
   constructor(readonly ws: uWS.WebSocket<UserData>) {}
   send(data: string): number {
     return this.closed ? 2 : this.ws.send(data, false, false);
@@ -64,6 +66,11 @@ class Keepalive {
 
   constructor(private readonly cycleMs: number) {}
 
+  /** The longest a live socket goes without a frame or a pong: two cycles and a tick. */
+  get liveSilenceMs(): number {
+    return 2 * this.cycleMs + KEEPALIVE_TICK_MS;
+  }
+
   add(s: UwsSocket): void {
     s.rxAt = this.now;
     this.sockets.add(s);
@@ -97,7 +104,12 @@ class Keepalive {
         if (it.done) return;
       }
       const s = it.value;
-      if (!s.closed && this.now - s.rxAt >= this.cycleMs - KEEPALIVE_TICK_MS) s.ws.ping();
+      // Silent for a cycle and not pinged within one: on a lightly loaded node the pass wraps at
+      // every tick (one socket, quota 1), and without pingAt a silent socket got a ping every tick.
+      if (!s.closed && this.now - Math.max(s.rxAt, s.pingAt) >= this.cycleMs - KEEPALIVE_TICK_MS) {
+        s.pingAt = this.now;
+        s.ws.ping();
+      }
     }
   }
 }
@@ -322,18 +334,24 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     },
 
     pong(ws) {
-      const s = ws.getUserData().socket;
-      if (s) s.rxAt = keepalive.now;
+      const ud = ws.getUserData();
+      if (ud.socket) ud.socket.rxAt = keepalive.now;
+      if (ud.conn) gw.pong(ud.conn);
     },
 
-    close(ws) {
+    close(ws, code) {
       const ud = ws.getUserData();
+      let late = false;
       if (ud.socket) {
         ud.socket.closed = true;
         keepalive.remove(ud.socket);
+        // Closed without a close frame after answering nothing for longer than a live socket can
+        // stay silent (its pong comes within two cycles of its last frame): uWS's idle timeout
+        // found a dead or half-open socket late. The departure is dated at its last sign of life.
+        late = code === 1006 && performance.now() - ud.socket.rxAt > keepalive.liveSilenceMs;
       }
       admission.releaseIp(ud.ip);
-      if (ud.conn) gw.closed(ud.conn);
+      if (ud.conn) gw.closed(ud.conn, late);
     },
   });
 

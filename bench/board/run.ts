@@ -22,7 +22,7 @@ import { createPartner } from '../../src/domain/partners.js';
 import { startApi } from '../../src/server.js';
 import { renderPagePng } from '../../src/board/render/png.js';
 import { renderPageSvg } from '../../src/board/render/svg.js';
-import { BoardService } from '../../src/board/service.js';
+import { BoardService } from '../../realtime/features/board/service.js';
 import type { BoardElement } from '../../src/board/schema.js';
 import { handwritingPage, textHeavyPage } from './pages.js';
 import { benchDatabase } from './env.js';

@@ -2,50 +2,102 @@ import type { Redis } from '../../src/redis.js';
 import type { Logger } from '../../src/logger.js';
 
 /**
- * Cross-node broadcast of a lesson's frames over Redis pub/sub: one channel
- * per lesson, subscribed while this node has connections in it.
+ * Everything one node tells the other nodes about a lesson, in one envelope
+ * (hocuspocus's Redis extension is the model). The core kinds:
  *
- * Envelope: `<kind><node id>\n<payload>`; kind f = frame for every local
- * participant, h = hello (a node just subscribed). A node ignores its own
- * envelopes. ioredis keyPrefix does not apply to channels, so the channel
- * names carry REDIS_KEY_PREFIX themselves.
+ * - `frame`    a frame for everyone present (but `exceptPerson`'s sockets)
+ * - `presence` a presence frame with its Redis `seq` (replayed to late registrants)
+ * - `person`   a frame for one person (`toPerson`), or one of their connections (`toConn`)
+ * - `close`    close one person's sockets; the payload is the close code's name
+ * - `hello`    a node just subscribed (turns on the others' ephemeral frames for it)
+ *
+ * Any other kind belongs to a feature (`board`: committed board operations)
+ * and is handed to the feature's `onBus` hook.
+ */
+export interface Envelope {
+  /** sending node: it delivered locally already and ignores its own envelopes */
+  node: string;
+  kind: string;
+  exceptPerson?: string;
+  toPerson?: string;
+  toConn?: string;
+  /** the presence seq of a `presence` frame */
+  seq?: number;
+  payload: string;
+}
+
+export type Outgoing = Omit<Envelope, 'node'>;
+
+/**
+ * Wire form: `node \t kind \t exceptPerson \t toPerson \t toConn \t seq \n payload`.
+ * A header of plain fields, so a cursor frame relayed at 30 per second per
+ * person costs a split, not a JSON parse; the payload (usually a frame
+ * already serialised for the sockets) is passed on untouched. No header field
+ * can hold a tab or a newline: node ids are host:pid:random, person ids
+ * base64url, kinds our own words.
+ */
+export function encodeEnvelope(e: Envelope): string {
+  return `${e.node}\t${e.kind}\t${e.exceptPerson ?? ''}\t${e.toPerson ?? ''}\t${e.toConn ?? ''}\t${e.seq ?? ''}\n${e.payload}`;
+}
+
+export function decodeEnvelope(message: string): Envelope | undefined {
+  const nl = message.indexOf('\n');
+  if (nl < 0) return undefined;
+  const h = message.slice(0, nl).split('\t');
+  if (h.length !== 6 || !h[0] || !h[1]) return undefined;
+  return {
+    node: h[0],
+    kind: h[1],
+    exceptPerson: h[2] || undefined,
+    toPerson: h[3] || undefined,
+    toConn: h[4] || undefined,
+    seq: h[5] ? Number(h[5]) : undefined,
+    payload: message.slice(nl + 1),
+  };
+}
+
+/**
+ * The one cross-node channel of each lesson: `<REDIS_KEY_PREFIX>gw:lesson:<id>`,
+ * subscribed by the Lesson object while the lesson is open on this node
+ * (realtime/lesson/Lesson.ts), on one subscriber connection per node. ioredis
+ * keyPrefix does not apply to channels, so the names carry the prefix.
+ * Nothing here is durable: board operations are in Postgres first (a node
+ * that misses one resyncs its pages), presence is in Redis.
  */
 export class LessonBus {
   private readonly sub: Redis;
   private readonly prefix: string;
   private readonly subscribed = new Map<string, Promise<void>>();
+  /** publishes in flight: Gateway.idle() waits for them */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly pub: Redis,
     keyPrefix: string,
-    private readonly nodeId: string,
-    private readonly handlers: { frame(lessonId: string, frame: string): void; hello(lessonId: string): void },
+    readonly nodeId: string,
+    private readonly receive: (lessonId: string, e: Envelope) => void,
     private readonly log: Logger,
   ) {
-    this.prefix = `${keyPrefix}gw:bus:`;
+    this.prefix = `${keyPrefix}gw:lesson:`;
     this.sub = pub.duplicate();
     this.sub.on('error', (err) => log.warn({ err: err.message }, 'bus redis error'));
     this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
   }
 
-  /**
-   * Subscribes to the lesson's channel and says hello, so nodes already there
-   * publish to us. Resolves once subscribed: the hello (which only turns on
-   * the other nodes' ephemeral frames for us) is not waited for.
-   */
+  /** Subscribes to the lesson's channel and says hello; resolves once subscribed, rejects if Redis refused. */
   subscribe(lessonId: string): Promise<void> {
     let p = this.subscribed.get(lessonId);
     if (!p) {
-      p = this.sub.subscribe(this.prefix + lessonId).then(() => {
-        this.pub.publish(this.prefix + lessonId, `h${this.nodeId}\n`).catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'bus hello failed'));
+      const created = this.sub.subscribe(this.prefix + lessonId).then(() => {
+        void this.publish(lessonId, { kind: 'hello', payload: '' }).catch(() => undefined);
       });
-      p.catch((err) => {
+      created.catch((err) => {
         this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'bus subscribe failed');
-        this.subscribed.delete(lessonId);
+        if (this.subscribed.get(lessonId) === created) this.subscribed.delete(lessonId);
       });
-      this.subscribed.set(lessonId, p);
+      this.subscribed.set(lessonId, (p = created));
     }
-    return p.catch(() => undefined);
+    return p;
   }
 
   unsubscribe(lessonId: string): void {
@@ -53,23 +105,32 @@ export class LessonBus {
     this.sub.unsubscribe(this.prefix + lessonId).catch(() => undefined);
   }
 
-  /** Resolves to the number of subscribed connections that got it (1 = only this node). */
-  async publish(lessonId: string, frame: string): Promise<number> {
-    return this.pub.publish(this.prefix + lessonId, `f${this.nodeId}\n${frame}`);
+  /** Resolves to the number of subscriptions that got it (1 = only this node). */
+  publish(lessonId: string, e: Outgoing): Promise<number> {
+    const p = this.pub.publish(this.prefix + lessonId, encodeEnvelope({ ...e, node: this.nodeId }));
+    this.inFlight.add(p);
+    void p.then(
+      () => this.inFlight.delete(p),
+      () => this.inFlight.delete(p),
+    );
+    return p;
+  }
+
+  /** Waits for the publishes in flight (settled either way). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
   async close(): Promise<void> {
+    await this.idle();
     this.subscribed.clear();
     this.sub.disconnect();
   }
 
   private onMessage(channel: string, message: string): void {
     if (!channel.startsWith(this.prefix)) return;
-    const nl = message.indexOf('\n');
-    if (nl < 1) return;
-    if (message.slice(1, nl) === this.nodeId) return;
-    const lessonId = channel.slice(this.prefix.length);
-    if (message[0] === 'f') this.handlers.frame(lessonId, message.slice(nl + 1));
-    else if (message[0] === 'h') this.handlers.hello(lessonId);
+    const e = decodeEnvelope(message);
+    if (!e || e.node === this.nodeId) return;
+    this.receive(channel.slice(this.prefix.length), e);
   }
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ResolvedLink } from '../../src/domain/links.js';
-import type { HttpReply } from '../features.js';
+import type { HttpReply } from '../features/api.js';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ClientConnection } from '../ClientConnection.js';
-import type { GatewayApi } from '../features.js';
+import type { GatewayApi } from '../features/api.js';
 
 /** What a message handler gets: the sender (present in its lesson) and the gateway's public face. */
 export interface MessageContext {

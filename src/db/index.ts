@@ -34,3 +34,8 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint_name?: string };
   return e?.code === '23505' && (!constraint || e.constraint_name === constraint);
 }
+
+/** Opens `connections` connections of a pool (one trivial query each), so the first real queries do not wait for them. */
+export async function warmPool(sql: Sql, connections: number): Promise<void> {
+  await Promise.all(Array.from({ length: connections }, () => sql`SELECT 1`));
+}

@@ -144,3 +144,9 @@ export async function archiveLesson(db: Db, partnerId: string, id: string, at: D
   await getLiveLesson((p, i) => findLesson(db, p, i), partnerId, id); // throws 404 or 410
   throw Errors.archived();
 }
+
+/** When the lesson was archived, or null while it is live (or unknown): the gateway's check on an archive notification. */
+export async function lessonArchivedAt(db: Db, id: string): Promise<Date | null> {
+  const [row] = await db<{ archived_at: Date | null }[]>`SELECT archived_at FROM lessons WHERE id = ${id}`;
+  return row?.archived_at ?? null;
+}

@@ -7,7 +7,7 @@ import { finishSession } from '../../src/metering/meters.js';
 import { recordParticipantJoined } from '../../src/metering/participants.js';
 import { ensureSessionStarted } from '../../src/metering/sessions.js';
 import { rect } from '../board/factories.js';
-import { BoardService } from '../../src/board/service.js';
+import { BoardService } from '../../realtime/features/board/service.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { startReceiver } from '../webhooks/helpers/receiver.js';

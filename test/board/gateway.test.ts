@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServerMessages, WelcomeExtras } from '../../src/board/protocol.js';
-import { BoardService } from '../../src/board/service.js';
+import { BoardService } from '../../realtime/features/board/service.js';
 import { makeDeps } from '../helpers/deps.js';
 import { TestClient, join, type Received } from '../realtime/helpers/client.js';
 import { lessonWithLinks, linkFor } from '../realtime/helpers/fixtures.js';

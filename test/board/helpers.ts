@@ -1,26 +1,42 @@
 import { afterAll } from 'vitest';
-import { BoardService, type BoardServiceOptions } from '../../src/board/service.js';
-import type { BoardListener } from '../../src/board/feed.js';
+import { LessonBus } from '../../realtime/bus/LessonBus.js';
+import { BoardService, type BoardServiceOptions } from '../../realtime/features/board/service.js';
+import type { BoardListener } from '../../realtime/features/board/feed.js';
 import type { SequencedOp } from '../../src/board/schema.js';
+import { randomBase62 } from '../../src/lib/crypto.js';
 import { createLesson, type Lesson } from '../../src/domain/lessons.js';
 import type { Sql } from '../../src/db/index.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 
-/** A "gateway node" as far as the board goes: its own Postgres pool, Redis connections and BoardService. */
+/**
+ * A "gateway node" as far as the board goes: its own Postgres pool, Redis
+ * connections, BoardService and lesson bus (the gateway's: committed
+ * operations travel as `board` envelopes, realtime/features/board/feature.ts).
+ * `join` listens to the lesson's channel first, as the gateway's Lesson does.
+ */
 export function startNode(opts: Partial<BoardServiceOptions> = {}, clock?: Clock) {
   const deps = makeDeps({ clock });
   const board = new BoardService(deps, { previewDebounceMs: 60_000, ...opts });
+  const bus = new LessonBus(deps.redis, deps.config.REDIS_KEY_PREFIX, randomBase62(8), (lessonId, e) => {
+    if (e.kind === 'board') board.received(lessonId, JSON.parse(e.payload) as SequencedOp[]);
+  }, deps.log);
+  board.relay = { publish: (lessonId, ops) => void bus.publish(lessonId, { kind: 'board', payload: JSON.stringify(ops) }) };
+  const join = async (lessonId: string, listener: BoardListener) => {
+    await bus.subscribe(lessonId);
+    return board.join(lessonId, listener);
+  };
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
     await board.close();
+    await bus.close();
     await deps.close();
   };
   afterAll(close);
-  return { deps, board, close };
+  return { deps, board, join, close };
 }
 
 export async function newLesson(sql: Sql, subject: Lesson['subject_mode'] = 'generic'): Promise<Lesson> {

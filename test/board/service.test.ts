@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BoardOpError } from '../../src/board/errors.js';
-import { BoardService } from '../../src/board/service.js';
+import { BoardService } from '../../realtime/features/board/service.js';
 import { BoardStore } from '../../src/board/store.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { del, rect, stroke, text } from './factories.js';
@@ -27,8 +27,8 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     const lesson = await newLesson(nodeA.deps.sql);
     const onA = recorder();
     const onB = recorder();
-    await nodeA.board.join(lesson.id, onA.listener);
-    await nodeB.board.join(lesson.id, onB.listener);
+    await nodeA.join(lesson.id, onA.listener);
+    await nodeB.join(lesson.id, onB.listener);
     const acks = await Promise.all(
       Array.from({ length: 60 }, (_, i) =>
         (i % 2 ? nodeA : nodeB).board.submit(lesson.id, { type: 'element.add', elements: [stroke(`s${i}`, 10, { z: `a${i}` })] }, student, `c${i}`),
@@ -125,7 +125,7 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
   it('a node that never receives a relayed batch tells its listeners to resync within the gap time', async () => {
     const lesson = await newLesson(nodeA.deps.sql);
     const onB = recorder();
-    await nodeB.board.join(lesson.id, onB.listener);
+    await nodeB.join(lesson.id, onB.listener);
     // A commit that no node relays (as if its node died between commit and publish)...
     const [r] = await new BoardStore(nodeA.deps.sql).commitBatch(lesson.id, [{ op: { type: 'element.add', elements: [rect('lost')] }, actor: student }], new Date());
     expect(r).toMatchObject({ ok: true, seq: 1 });
@@ -142,7 +142,7 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
   it('stops relaying to a listener that left', async () => {
     const lesson = await newLesson(nodeA.deps.sql);
     const onB = recorder();
-    const sub = await nodeB.board.join(lesson.id, onB.listener);
+    const sub = await nodeB.join(lesson.id, onB.listener);
     await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student);
     await until(() => onB.seqs.length === 1);
     sub.leave();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.js';
 import { join, TestClient } from './helpers/client.js';
-import { lessonWithLinks } from './helpers/fixtures.js';
+import { lessonRow, lessonWithLinks } from './helpers/fixtures.js';
 import { startTestGateway } from './helpers/gateway.js';
 
 const clock = new ManualClock(new Date('2026-05-05T12:00:00Z'));
@@ -94,14 +94,24 @@ describe('idle timeout', () => {
     const watcher = await join(gw.wsUrl(await link(f, 'w')), ip());
     const t0 = Date.now();
     const silent = await join(gw.wsUrl(await link(f, 'silent')), { ...ip(), autoPong: false });
+    let pings = 0;
+    silent.ws.on('ping', () => pings++);
+    await gw.settle();
+    // the gateway's clock moves on while the silent client says nothing (issue 13: departures dated at the last sign of life)
+    clock.advance(8_000);
     // the watcher keeps its connection alive by answering pings (ws does that by default)
     await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 12_000);
     const elapsed = (Date.now() - t0) / 1000;
     expect(elapsed).toBeLessThanOrEqual(8.5);
+    // one ping per keepalive cycle ((8 s - 4 s) / 3), not one per 50 ms tick (issue 13: ~10 a second)
+    expect(pings).toBeLessThanOrEqual(Math.ceil(elapsed / ((8 - 4) / 3)) + 1);
     // uWS checks idle sockets on 4 s ticks, so the close may come up to one tick before the
     // configured timeout; the rule is the upper bound, and the answering watcher stays connected.
     expect(elapsed).toBeGreaterThan(4);
     expect(watcher.ws.readyState).toBe(watcher.ws.OPEN);
+    // the two were metered from the silent client's arrival to its last sign of life (its arrival), not to its detection
+    await gw.settle();
+    expect((await lessonRow(gw.deps.sql, f.lesson.id)).billed_seconds).toBe(0);
     void silent;
     await watcher.close();
   }, 20_000);

@@ -1,4 +1,4 @@
-import type { BoardListener } from '../../../src/board/feed.js';
+import type { BoardListener } from './feed.js';
 import type { SequencedOp } from '../../../src/board/schema.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 

@@ -1,11 +1,21 @@
 import { BoardOpError } from '../../../src/board/errors.js';
 import { ClientMessages } from '../../../src/board/protocol.js';
-import type { GatewayFeature } from '../../features.js';
+import type { SequencedOp } from '../../../src/board/schema.js';
+import type { Deps } from '../../../src/deps.js';
+import type { GatewayFeature } from '../api.js';
 import type { ClientConnection } from '../../ClientConnection.js';
+import { lessonKey } from '../../lesson/Lesson.js';
 import { TokenBucket } from '../../lib/TokenBucket.js';
 import { defineMessage } from '../../protocol/registry.js';
-import type { LessonHub } from '../hub.js';
-import { originOf } from './fanout.js';
+import { BoardFanout, originOf } from './fanout.js';
+import type { BoardService } from './service.js';
+
+/** The board of one lesson on this node: the feed's one listener, kept on the Lesson. */
+interface LessonBoard {
+  fanout: BoardFanout;
+  leave: () => void;
+}
+const BOARD = lessonKey<LessonBoard>('board');
 
 /**
  * The shared board through the gateway (docs/board-protocol.md, "Board"):
@@ -15,6 +25,11 @@ import { originOf } from './fanout.js';
  * lesson's BoardFanout; `board.sync` answers the board or what changed since
  * a seq. Who may do what (teacher-only page operations, pinned pages, limits)
  * is the BoardService's rule, applied with the role of the link.
+ *
+ * Per lesson and node: when the lesson opens here (its bus channel is
+ * subscribed), its feed starts with one BoardFanout for its sockets; it stops
+ * when the lesson closes. Committed operations travel to the other nodes as
+ * `board` envelopes on the lesson's channel.
  */
 /**
  * Stroke deltas per connection: the page sends at most ~10 a second while a
@@ -25,8 +40,8 @@ import { originOf } from './fanout.js';
 const STROKE_RATE = 20;
 const STROKE_BURST = 40;
 
-export function boardFeature(hub: LessonHub): GatewayFeature {
-  const board = hub.board;
+export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
+  const log = deps.log.child({ component: 'board' });
   const strokeBuckets = new WeakMap<ClientConnection, TokenBucket>();
 
   const stroke = defineMessage({
@@ -45,8 +60,8 @@ export function boardFeature(hub: LessonHub): GatewayFeature {
     type: 'board.op',
     schema: ClientMessages['board.op'],
     description: 'A board operation; answered by board.ack (durable, at its place in the order) or board.reject.',
-    async handle({ conn }, msg) {
-      const fanout = hub.lesson(conn.lessonId)?.fanout;
+    async handle({ conn, gateway }, msg) {
+      const fanout = gateway.lesson(conn.lessonId)?.get(BOARD)?.fanout;
       if (!fanout) return; // the connection is closing
       fanout.expect(conn, msg.ref);
       try {
@@ -55,7 +70,7 @@ export function boardFeature(hub: LessonHub): GatewayFeature {
       } catch (err) {
         fanout.settled(conn, msg.ref);
         const e = err instanceof BoardOpError ? err : new BoardOpError('unavailable', 'the operation could not be stored; try again');
-        if (!(err instanceof BoardOpError)) hub.log.error({ err, lesson_id: conn.lessonId }, 'board submit failed');
+        if (!(err instanceof BoardOpError)) log.error({ err, lesson_id: conn.lessonId }, 'board submit failed');
         conn.send(JSON.stringify({ type: 'board.reject', ref: msg.ref, code: e.code, message: e.message }));
       }
     },
@@ -71,7 +86,7 @@ export function boardFeature(hub: LessonHub): GatewayFeature {
         r = await board.read(conn.lessonId, msg.since);
       } catch (err) {
         // The page cannot go on without the board: it reconnects with backoff and asks again.
-        hub.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'board read failed');
+        log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'board read failed');
         conn.close('unavailable');
         return;
       }
@@ -92,18 +107,34 @@ export function boardFeature(hub: LessonHub): GatewayFeature {
   return {
     name: 'board',
     messages: [op, sync, stroke],
-    async welcome({ conn }) {
-      try {
-        await hub.enter(conn);
-      } catch (err) {
-        hub.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'board feed unavailable at join');
-        conn.close('unavailable');
-      }
-      return {};
+    attach(gateway) {
+      board.relay = { publish: (lessonId, ops) => gateway.publish(lessonId, 'board', JSON.stringify(ops)) };
     },
-    onClosed({ conn }) {
-      hub.exit(conn);
+    async onLessonOpen(lesson) {
+      const fanout = new BoardFanout(() => lesson.present());
+      const sub = await board.join(lesson.id, fanout);
+      if (lesson.closed) sub.leave();
+      else lesson.set(BOARD, { fanout, leave: sub.leave });
     },
-    close: () => hub.close(),
+    onLessonClose(lesson) {
+      lesson.get(BOARD)?.leave();
+      board.lessonLeft(lesson.id);
+    },
+    onBus: {
+      board(lesson, e) {
+        let ops: SequencedOp[];
+        try {
+          ops = JSON.parse(e.payload) as SequencedOp[];
+        } catch {
+          log.warn({ lesson_id: lesson.id }, 'unreadable board envelope');
+          return;
+        }
+        board.received(lesson.id, ops);
+      },
+    },
+    onClosed({ conn, gateway }) {
+      gateway.lesson(conn.lessonId)?.get(BOARD)?.fanout.forget(conn);
+    },
+    close: () => board.close(),
   };
 }

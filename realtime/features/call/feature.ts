@@ -1,10 +1,10 @@
 import { ClientMessages } from '../../../src/board/protocol.js';
 import type { Deps } from '../../../src/deps.js';
 import type { ClientConnection } from '../../ClientConnection.js';
-import type { GatewayFeature } from '../../features.js';
+import type { GatewayFeature } from '../api.js';
+import { KeyedQueue } from '../../lib/KeyedQueue.js';
 import { defineMessage } from '../../protocol/registry.js';
 import { featureError } from '../frames.js';
-import type { LessonHub } from '../hub.js';
 import { callId, SignalSchemas } from './connections.js';
 import { mediaStateFrame, type MediaStates } from './media.js';
 import { LessonPeople } from './people.js';
@@ -28,15 +28,11 @@ export function callAllowed(conn: ClientConnection, type: string): boolean {
  * `board_only` lessons every call message is refused (`error` `board_only`)
  * and `welcome` carries no ICE servers.
  */
-export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): GatewayFeature {
+export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
   const log = deps.log.child({ component: 'call' });
-  const people = new LessonPeople(deps);
-  const queues = new WeakMap<ClientConnection, Promise<void>>();
-  const inOrder = (conn: ClientConnection, work: () => Promise<void>): Promise<void> => {
-    const next = (queues.get(conn) ?? Promise.resolve()).then(work);
-    queues.set(conn, next.catch(() => undefined));
-    return next;
-  };
+  let people: LessonPeople | undefined;
+  // the presence check is asynchronous: a socket's signals still leave in the order they came
+  const inOrder = new KeyedQueue((err) => log.error({ err }, 'signal relay failed'));
 
   const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice' | 'rtc.hello'>(type: T) =>
     defineMessage({
@@ -46,7 +42,7 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
         type === 'rtc.hello'
           ? 'A tab that joined the call asks each connection of the participant `to` to offer it a call (full lessons).'
           : `WebRTC ${type.slice(4)}, relayed only to the participant \`to\` of the same lesson, for its connection \`to_conn\` when given (full lessons).`,
-      handle({ conn }, msg: { to: string; to_conn?: string; sdp?: string; candidate?: unknown }) {
+      handle({ conn, gateway }, msg: { to: string; to_conn?: string; sdp?: string; candidate?: unknown }) {
         if (!callAllowed(conn, type)) return;
         if (!PERSON_ID.test(msg.to) || msg.to === conn.person.id) {
           conn.send(featureError('not_found', 'no such participant in this lesson', type));
@@ -54,10 +50,9 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
         }
         const from = { from: conn.person.id, from_conn: callId(conn), ...(msg.to_conn ? { to_conn: msg.to_conn } : {}) };
         const frame = type === 'rtc.ice' ? { type, ...from, candidate: msg.candidate } : type === 'rtc.hello' ? { type, ...from } : { type, ...from, sdp: msg.sdp };
-        // the presence check is asynchronous: a socket's signals still leave in the order they came
-        return inOrder(conn, async () => {
-          if (!(await people.has(conn.lessonId, msg.to))) conn.send(featureError('not_found', 'no such participant in this lesson', type));
-          else hub.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
+        return inOrder.run(conn.id, async () => {
+          if (!(await people!.has(conn.lessonId, msg.to))) conn.send(featureError('not_found', 'no such participant in this lesson', type));
+          else gateway.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
         });
       },
     });
@@ -76,6 +71,9 @@ export function callFeature(deps: Deps, hub: LessonHub, media: MediaStates): Gat
   return {
     name: 'call',
     messages: [signal('rtc.hello'), signal('rtc.offer'), signal('rtc.answer'), signal('rtc.ice'), state],
+    attach(gateway) {
+      people = new LessonPeople(gateway.presence, () => gateway.now());
+    },
     async welcome({ conn }) {
       if (conn.link.lesson_mode !== 'full') return {};
       let states = {};

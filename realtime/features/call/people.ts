@@ -1,7 +1,4 @@
-import type { Deps } from '../../../src/deps.js';
 import type { Presence } from '../../presence/Presence.js';
-import { RedisPresence } from '../../presence/RedisPresence.js';
-import { gatewayTiming } from '../../timing.js';
 
 /** How long a lesson's list of people answers "yes, X is here" before it is read again. */
 const FRESH_MS = 1000;
@@ -10,12 +7,15 @@ const MIN_READ_GAP_MS = 100;
 const MAX_LESSONS = 10_000;
 
 interface Entry {
-  /** when the list was read (its read started) */
+  /** when the list was read (its read started), on the gateway's clock */
   at: number;
   ids: Set<string>;
-  /** the next read, and when it starts */
+  /** the next read, shared by the messages that wait for it until it starts */
   next?: Promise<Set<string>>;
-  nextAt: number;
+  /** the next read has started (a message arriving now needs a later one) */
+  nextStarted: boolean;
+  /** when the last read started */
+  lastStart: number;
 }
 
 /**
@@ -30,27 +30,32 @@ interface Entry {
  */
 export class LessonPeople {
   private readonly lessons = new Map<string, Entry>();
-  private readonly presence: Presence;
 
-  constructor(deps: Deps, presence?: Presence) {
-    // a second reader of the gateway's presence keys (same namespace and timings), for `people` only
-    this.presence = presence ?? new RedisPresence(deps.redis, { ...gatewayTiming(deps.config), loadSeed: async () => undefined });
-  }
+  constructor(
+    /** the gateway's presence */
+    private readonly presence: Presence,
+    /** the gateway's clock (deps.clock) */
+    private readonly now: () => number,
+  ) {}
 
   async has(lessonId: string, personId: string): Promise<boolean> {
-    const now = Date.now();
+    const now = this.now();
     let e = this.lessons.get(lessonId);
     if (!e) {
       if (this.lessons.size >= MAX_LESSONS) this.lessons.delete(this.lessons.keys().next().value!);
-      e = { at: -Infinity, ids: new Set(), nextAt: -Infinity };
+      e = { at: -Infinity, ids: new Set(), nextStarted: true, lastStart: -Infinity };
       this.lessons.set(lessonId, e);
     }
     if (e.ids.has(personId) && now - e.at < FRESH_MS) return true;
-    if (!e.next || e.nextAt < now) {
+    // A read that had started before this message might predate the person's arrival: wait for one that starts after it.
+    if (!e.next || e.nextStarted) {
       const entry = e;
-      const at = Math.max(now, e.nextAt + MIN_READ_GAP_MS);
-      entry.nextAt = at;
-      entry.next = new Promise((r) => setTimeout(r, at - now)).then(async () => {
+      entry.nextStarted = false;
+      const delay = Math.max(0, Math.min(MIN_READ_GAP_MS, entry.lastStart + MIN_READ_GAP_MS - now));
+      entry.next = new Promise((r) => setTimeout(r, delay)).then(async () => {
+        const at = this.now();
+        entry.nextStarted = true;
+        entry.lastStart = at;
         const { people } = await this.presence.people(lessonId);
         entry.ids = new Set(people.map((p) => p.id));
         entry.at = at;

@@ -1,7 +1,7 @@
 import { ClientMessages } from '../../../src/board/protocol.js';
 import type { Deps } from '../../../src/deps.js';
 import { randomBase62 } from '../../../src/lib/crypto.js';
-import type { GatewayFeature } from '../../features.js';
+import type { GatewayFeature } from '../api.js';
 import { defineMessage } from '../../protocol/registry.js';
 
 /** Lines a page gets in `welcome` (a late joiner or a reconnect sees the conversation so far). */

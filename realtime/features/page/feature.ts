@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Deps } from '../../../src/deps.js';
 import { resolveLinkToken } from '../../../src/domain/links.js';
 import type { Refusal } from '../../admission/Admission.js';
-import type { GatewayFeature, HttpReply } from '../../features.js';
+import type { GatewayFeature, HttpReply } from '../api.js';
 import { placeholderPage } from '../../http/embedPage.js';
 import { defaultWebDir, StaticFiles } from './files.js';
 

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { HttpReply } from '../../features.js';
+import type { HttpReply } from '../api.js';
 
 /** dist/web of this checkout, whether the gateway runs from realtime/ (tsx) or dist/realtime/ (compiled). */
 export function defaultWebDir(): string {

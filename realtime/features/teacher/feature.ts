@@ -1,13 +1,12 @@
 import { ClientMessages } from '../../../src/board/protocol.js';
 import type { Deps } from '../../../src/deps.js';
 import type { ClientConnection } from '../../ClientConnection.js';
-import type { GatewayFeature } from '../../features.js';
+import type { GatewayFeature } from '../api.js';
 import type { Refusal } from '../../admission/Admission.js';
 import { defineMessage } from '../../protocol/registry.js';
 import { callAllowed, PERSON_ID } from '../call/feature.js';
 import { mediaStateFrame, type MediaStates } from '../call/media.js';
 import { featureError } from '../frames.js';
-import type { LessonHub } from '../hub.js';
 import type { Removals } from './removals.js';
 
 export const removedRefusal: Refusal = { ok: false, status: 403, code: 'removed', message: 'You were removed from this lesson' };
@@ -43,7 +42,7 @@ function teacherMay(conn: ClientConnection, type: string, target: string): boole
  * A teacher may mute students (not other teachers) and remove any other
  * participant (the spec: "remove participants").
  */
-export function teacherFeature(deps: Deps, hub: LessonHub, media: MediaStates, removals: Removals): GatewayFeature {
+export function teacherFeature(deps: Deps, media: MediaStates, removals: Removals): GatewayFeature {
   const log = deps.log.child({ component: 'teacher' });
 
   const mute = (kind: 'teacher.mute' | 'teacher.unmute') =>
@@ -64,7 +63,7 @@ export function teacherFeature(deps: Deps, hub: LessonHub, media: MediaStates, r
           return;
         }
         gateway.broadcast(conn.lessonId, mediaStateFrame(msg.participant_id, s));
-        hub.toPerson(conn.lessonId, msg.participant_id, JSON.stringify({ type: kind === 'teacher.mute' ? 'muted' : 'unmuted', ...what, by: conn.person.name }));
+        gateway.toPerson(conn.lessonId, msg.participant_id, JSON.stringify({ type: kind === 'teacher.mute' ? 'muted' : 'unmuted', ...what, by: conn.person.name }));
       },
     });
 
@@ -72,12 +71,12 @@ export function teacherFeature(deps: Deps, hub: LessonHub, media: MediaStates, r
     type: 'teacher.remove',
     schema: ClientMessages['teacher.remove'],
     description: 'Teacher: remove a participant. Their sockets close with 4403 and their link cannot enter the lesson again.',
-    async handle({ conn, now }, msg) {
+    async handle({ conn, gateway, now }, msg) {
       if (!teacherMay(conn, 'teacher.remove', msg.participant_id)) return;
       // Durable first: once any node closes the sockets, no node may let the link back in.
       await removals.remove(conn.lessonId, msg.participant_id, conn.person.id, new Date(now));
       log.info({ lesson_id: conn.lessonId, person: msg.participant_id, by: conn.person.id }, 'participant removed');
-      hub.closePerson(conn.lessonId, msg.participant_id, 'forbidden');
+      gateway.closePerson(conn.lessonId, msg.participant_id, 'forbidden');
     },
   });
 
@@ -86,6 +85,12 @@ export function teacherFeature(deps: Deps, hub: LessonHub, media: MediaStates, r
     messages: [mute('teacher.mute'), mute('teacher.unmute'), remove],
     async admit(link) {
       return (await removals.isRemoved(link)) ? removedRefusal : undefined;
+    },
+    // A removal heard on this node between the upgrade's check and now: the socket is in the
+    // lesson from its open on, so a later one closes it directly; an earlier one is checked here.
+    async welcome({ conn, gateway }) {
+      if (gateway.lesson(conn.lessonId)?.heardClose(conn.person.id, 'forbidden') && (await removals.isRemoved(conn.link))) conn.close('forbidden');
+      return {};
     },
   };
 }

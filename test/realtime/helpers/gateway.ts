@@ -12,7 +12,7 @@ export type TestGateway = RunningGateway & {
   httpUrl: (path: string) => string;
   /** runs every maintenance job once, in order, and waits for the Postgres work they queued */
   maintain: () => Promise<void>;
-  /** waits for queued Postgres work (joins, departures, meter effects) */
+  /** waits until nothing is in flight (Gateway.idle: joins, departures, feature hooks, bus publishes, meter effects) */
   settle: () => Promise<void>;
 };
 
@@ -25,19 +25,13 @@ export type TestGateway = RunningGateway & {
 export async function startTestGateway(opts: { env?: Record<string, string>; clock?: Clock; options?: GatewayOptions } = {}): Promise<TestGateway> {
   const env = opts.env?.DATABASE_URL ? opts.env : { ...(await isolatedEnv()), ...opts.env };
   const deps = makeDeps({ env, clock: opts.clock });
-  const gw = await startGateway(deps, 0, opts.options);
-  gw.maintenance.stop(); // tests drive maintenance themselves (maintain())
+  // tests drive maintenance themselves (maintain())
+  const gw = await startGateway(deps, 0, { ...opts.options, timers: false });
   afterAll(async () => {
     await gw.close();
     await deps.close();
   });
-  const settle = async () => {
-    // a few rounds: effects queue more effects (start -> set session -> snapshot)
-    for (let i = 0; i < 3; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      await gw.gateway.idle();
-    }
-  };
+  const settle = () => gw.gateway.idle();
   return {
     ...gw,
     env,

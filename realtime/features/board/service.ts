@@ -1,13 +1,11 @@
-import type { Redis } from 'ioredis';
-import type { Deps } from '../deps.js';
-import { randomBase62 } from '../lib/crypto.js';
-import type { Actor } from './apply.js';
-import { boardError } from './errors.js';
+import type { Deps } from '../../../src/deps.js';
+import type { Actor } from '../../../src/board/apply.js';
+import { boardError } from '../../../src/board/errors.js';
 import { LessonFeed, type BoardListener } from './feed.js';
-import { PreviewService } from './preview.js';
+import { PreviewService } from '../../../src/board/preview.js';
 import { BoardCommitter, BoardRoom, type Ack } from './room.js';
-import { BoardOpSchema, type SequencedOp } from './schema.js';
-import { BoardStore, type BoardRead } from './store.js';
+import { BoardOpSchema, type SequencedOp } from '../../../src/board/schema.js';
+import { BoardStore, type BoardRead } from '../../../src/board/store.js';
 
 export interface BoardServiceOptions {
   /** most operations of one lesson committed in one transaction */
@@ -31,10 +29,15 @@ interface FeedEntry {
   ready: Promise<void>;
 }
 
-interface RelayMessage {
-  /** node that committed (its own messages are delivered locally, not through Redis) */
-  n: string;
-  ops: SequencedOp[];
+/**
+ * How committed operations reach the other nodes: on the gateway, the
+ * lesson's one bus channel (kind `board`, see feature.ts); a node hands what
+ * it hears to `BoardService.received`. Without a relay (the API, tools) the
+ * operations stay on this node, and other nodes resync their pages when they
+ * notice the gap.
+ */
+export interface BoardRelay {
+  publish(lessonId: string, ops: SequencedOp[]): void;
 }
 
 /**
@@ -44,13 +47,12 @@ interface RelayMessage {
  * - `submit` validates an operation (zod, size limits), has it sequenced and
  *   stored by the lesson's BoardRoom, and resolves once it is durable.
  * - `join` gives a local listener every committed operation of a lesson, in
- *   order, whichever node committed it (Redis pub/sub carries them between
- *   nodes; Postgres decided the order).
+ *   order, whichever node committed it (the relay carries them between nodes;
+ *   Postgres decided the order).
  * - `read` serves the board state for a new or reconnecting client.
  * Previews are refreshed a little after each lesson's changes stop.
  */
 export class BoardService {
-  readonly nodeId = randomBase62(12);
   readonly store: BoardStore;
   private readonly committer: BoardCommitter;
   readonly previews: PreviewService;
@@ -63,12 +65,13 @@ export class BoardService {
   /** lessons whose background render is due, oldest first; rendered one at a time (see renderNext) */
   private readonly renderQueue = new Set<string>();
   private rendering: Promise<void> | null = null;
-  private readonly sub: Redis;
+  /** set by the gateway's board feature (the lesson bus) */
+  relay: BoardRelay | undefined;
   private readonly log: Deps['log'];
   private closed = false;
 
   constructor(
-    private readonly deps: Pick<Deps, 'sql' | 'readSql' | 'redis' | 'clock' | 'log' | 'config'>,
+    private readonly deps: Pick<Deps, 'sql' | 'readSql' | 'clock' | 'log' | 'config'>,
     opts: Partial<BoardServiceOptions> = {},
   ) {
     this.opts = {
@@ -91,14 +94,6 @@ export class BoardService {
         this.log.error({ err: (err as Error).message, code: (err as { code?: string }).code, lessons, attempts }, 'board commit failed: operations refused as unavailable'),
     });
     this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth, deps.config);
-    this.sub = deps.redis.duplicate();
-    this.sub.on('error', (err) => this.log.warn({ err: err.message }, 'board relay: redis error'));
-    this.sub.on('message', (channel: string, message: string) => this.onRelay(channel, message));
-  }
-
-  /** Redis pub/sub channels are not covered by ioredis' keyPrefix: prefix them ourselves. */
-  private channel(lessonId: string): string {
-    return `${this.deps.config.REDIS_KEY_PREFIX}board:${lessonId}`;
   }
 
   /**
@@ -133,9 +128,11 @@ export class BoardService {
   }
 
   /**
-   * Starts relaying a lesson's operations to a local listener (the gateway
-   * calls it when a participant of the lesson connects to this node). Resolves
-   * with the seq the feed stands at; `leave` stops it.
+   * Starts relaying a lesson's operations to a local listener (the gateway's
+   * lesson calls it when it opens on this node, once its bus channel is
+   * subscribed: every commit published after that is heard, so the head read
+   * here misses nothing). Resolves with the seq the feed stands at; `leave`
+   * stops it.
    */
   async join(lessonId: string, listener: BoardListener): Promise<{ seq: number; leave: () => void }> {
     let entry = this.feeds.get(lessonId);
@@ -144,11 +141,10 @@ export class BoardService {
       const created: FeedEntry = { feed, ready: this.startFeed(lessonId, feed) };
       entry = created;
       this.feeds.set(lessonId, created);
-      // A failed start (Redis or Postgres down) must not leave a feed that never starts: the next join tries again.
+      // A failed start (Postgres down) must not leave a feed that never starts: the next join tries again.
       created.ready.catch(() => {
         if (this.feeds.get(lessonId) === created) this.feeds.delete(lessonId);
         feed.close();
-        void this.sub.unsubscribe(this.channel(lessonId)).catch(() => {});
       });
     }
     const { feed: f, ready } = entry;
@@ -161,40 +157,27 @@ export class BoardService {
         if (f.listeners.size === 0 && this.feeds.get(lessonId)?.feed === f) {
           f.close();
           this.feeds.delete(lessonId);
-          void this.sub.unsubscribe(this.channel(lessonId)).catch(() => {});
         }
       },
     };
   }
 
-  /** Subscribe first, then read the seq: every commit after the read is published after we listen. */
+  /** The caller listens to the relay already: every commit after the read reaches us. */
   private async startFeed(lessonId: string, feed: LessonFeed): Promise<void> {
-    await this.sub.subscribe(this.channel(lessonId));
     const head = await this.store.head(this.deps.readSql, lessonId);
     feed.start(head?.seq ?? 0);
   }
 
   private onCommitted(lessonId: string, ops: SequencedOp[]): void {
     this.feeds.get(lessonId)?.feed.push(ops);
-    const msg: RelayMessage = { n: this.nodeId, ops };
-    this.deps.redis.publish(this.channel(lessonId), JSON.stringify(msg)).catch((err: Error) => {
-      // Other nodes notice the gap with the next operation and resync their clients from Postgres.
-      this.log.warn({ lessonId, err: err.message }, 'board relay: publish failed');
-    });
+    // A lost publish: other nodes notice the gap with the next operation and resync their pages from Postgres.
+    this.relay?.publish(lessonId, ops);
     this.schedulePreview(lessonId);
   }
 
-  private onRelay(channel: string, message: string): void {
-    const prefix = this.channel('');
-    if (!channel.startsWith(prefix)) return;
-    const feed = this.feeds.get(channel.slice(prefix.length))?.feed;
-    if (!feed) return;
-    try {
-      const msg = JSON.parse(message) as RelayMessage;
-      if (msg.n !== this.nodeId) feed.push(msg.ops);
-    } catch (err) {
-      this.log.warn({ err: String(err) }, 'board relay: unreadable message');
-    }
+  /** Operations another node committed (from the relay). */
+  received(lessonId: string, ops: SequencedOp[]): void {
+    this.feeds.get(lessonId)?.feed.push(ops);
   }
 
   /**
@@ -253,7 +236,7 @@ export class BoardService {
   private async renderNext(): Promise<void> {
     for (const lessonId of this.renderQueue) {
       this.renderQueue.delete(lessonId);
-      await this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lessonId, err: err.message }, 'preview render failed'));
+      await this.previews.refresh(lessonId).catch((err: Error) => this.log.warn({ lesson_id: lessonId, err: err.message }, 'preview render failed'));
     }
     this.rendering = null;
   }
@@ -271,6 +254,5 @@ export class BoardService {
     await this.rendering;
     for (const f of this.feeds.values()) f.feed.close();
     this.feeds.clear();
-    this.sub.disconnect();
   }
 }

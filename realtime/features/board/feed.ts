@@ -1,4 +1,4 @@
-import type { SequencedOp } from './schema.js';
+import type { SequencedOp } from '../../../src/board/schema.js';
 
 /** A local subscriber to one lesson's board (a gateway fans these out to its sockets). */
 export interface BoardListener {

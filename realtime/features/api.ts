@@ -1,9 +1,12 @@
-import type { Deps } from '../src/deps.js';
-import type { ResolvedLink } from '../src/domain/links.js';
-import type { Refusal } from './admission/Admission.js';
-import type { LocalPerson } from './admission/LocalPeople.js';
-import type { ClientConnection } from './ClientConnection.js';
-import type { MessageDef } from './protocol/registry.js';
+import type { Deps } from '../../src/deps.js';
+import type { ResolvedLink } from '../../src/domain/links.js';
+import type { Refusal } from '../admission/Admission.js';
+import type { Envelope } from '../bus/LessonBus.js';
+import type { ClientConnection } from '../ClientConnection.js';
+import type { Lesson, LocalPerson } from '../lesson/Lesson.js';
+import type { CloseCodeName } from '../protocol/closeCodes.js';
+import type { Presence } from '../presence/Presence.js';
+import type { MessageDef } from '../protocol/registry.js';
 
 /** What message handlers and features may do with the gateway. */
 export interface GatewayApi {
@@ -18,10 +21,22 @@ export interface GatewayApi {
    * that just joined the lesson; the rest always reach every node.
    */
   broadcast(lessonId: string, frame: string | object, opts?: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean }): void;
-  /** One person's sockets in the lesson on this node and their shared budgets (admission/LocalPeople.ts). */
+  /** One person's sockets in the lesson on this node and their shared budgets (lesson/Lesson.ts). */
   localPerson(lessonId: string, personId: string): LocalPerson | undefined;
   /** Connections present in the lesson on this node. */
   localConnections(lessonId: string): ClientConnection[];
+  /** The lesson on this node, while it has sockets here. */
+  lesson(lessonId: string): Lesson | undefined;
+  /** Sends a frame to one person's sockets in the lesson, on every node. */
+  toPerson(lessonId: string, personId: string, frame: string): void;
+  /** Closes one person's sockets in the lesson, on every node (and those about to be admitted here). */
+  closePerson(lessonId: string, personId: string, code: CloseCodeName): void;
+  /** A feature's envelope to the other nodes with the lesson open (received by their `onBus`). */
+  publish(lessonId: string, kind: string, payload: string): void;
+  /** Who is in which lesson across nodes (read-only use by features). */
+  readonly presence: Presence;
+  /** deps.clock in ms */
+  now(): number;
 }
 
 export interface FeatureContext {
@@ -52,11 +67,28 @@ export interface HttpReply {
 export interface GatewayFeature {
   name: string;
   messages?: MessageDef<any>[];
+  /** The gateway the feature serves, once, when the gateway is built. */
+  attach?(gateway: GatewayApi): void;
+  /**
+   * The lesson opened on this node (its first socket), after its bus channel
+   * is subscribed; no socket of it gets `welcome` before this settles. A
+   * rejection closes the lesson's waiting sockets with 4503.
+   */
+  onLessonOpen?(lesson: Lesson): Promise<void> | void;
+  /** The lesson's last socket here closed; its state goes with it. */
+  onLessonClose?(lesson: Lesson): void;
+  /** Envelopes of the feature's own kinds from other nodes (e.g. `board`). */
+  onBus?: Record<string, (lesson: Lesson, e: Envelope) => void>;
   /** Extra top-level fields of `welcome` for this participant, e.g. `{ board: {...} }`. */
   welcome?(ctx: FeatureContext): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** After the participant got `welcome` and counts as present. */
   onPresent?(ctx: FeatureContext): void | Promise<void>;
-  /** After the connection closed (the person may still be present through another tab). */
+  /**
+   * After the connection closed and presence heard of it (the person may still
+   * be present through another tab). Called once for every connection that
+   * got this far, on every path: at once, or when a departure Redis missed is
+   * retried, or at shutdown (personLeft false) if Redis never came back.
+   */
   onClosed?(ctx: FeatureContext & { personLeft: boolean }): void | Promise<void>;
   http?: HttpRoute[];
   /** The participant page for a valid link (GET /embed/<token>); the placeholder page otherwise. */

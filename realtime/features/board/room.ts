@@ -1,7 +1,7 @@
-import type { Actor } from './apply.js';
-import { boardError } from './errors.js';
-import type { SequencedOp, BoardOp } from './schema.js';
-import type { BatchItem, BatchResult, BoardStore } from './store.js';
+import type { Actor } from '../../../src/board/apply.js';
+import { boardError } from '../../../src/board/errors.js';
+import type { SequencedOp, BoardOp } from '../../../src/board/schema.js';
+import type { BatchItem, BatchResult, BoardStore } from '../../../src/board/store.js';
 
 /** What the sender of an operation hears back: its place in the order, or null when nothing was left to apply. */
 export interface Ack {

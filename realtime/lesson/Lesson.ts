@@ -1,0 +1,268 @@
+import type { ClientConnection } from '../ClientConnection.js';
+import type { Envelope, LessonBus, Outgoing } from '../bus/LessonBus.js';
+import { TokenBucket } from '../lib/TokenBucket.js';
+import type { CloseCodeName } from '../protocol/closeCodes.js';
+import type { Logger } from '../../src/logger.js';
+
+/**
+ * Delivery to the connections of a lesson on this node. The uWS transport
+ * provides one built on uWS topics (the fan-out loop runs in C++); without
+ * it the lesson loops over its connections.
+ */
+export interface Fanout {
+  /** the connection starts receiving its lesson's frames */
+  subscribe(conn: ClientConnection): void;
+  publish(lessonId: string, frame: string, except?: ClientConnection): void;
+}
+
+/** One person's open sockets in the lesson on this node, oldest first, and what they share. */
+export interface LocalPerson {
+  readonly conns: ClientConnection[];
+  /** the person's cursor budget on this node, whatever socket the cursor came on */
+  readonly cursor: TokenBucket;
+}
+
+export interface PersonLimits {
+  /** GATEWAY_MAX_SOCKETS_PER_PERSON: past it the person's oldest sockets close (4409) */
+  maxSockets: number;
+  /** GATEWAY_PERSON_CURSORS_PER_SECOND and _BURST: a pointer at 30 fps */
+  cursorRate: number;
+  cursorBurst: number;
+}
+
+/** A slot of feature state on a lesson, typed by its key (see `lessonKey`). */
+export interface LessonKey<T> {
+  readonly name: string;
+  /** phantom: carries T */
+  readonly _t?: T;
+}
+export const lessonKey = <T>(name: string): LessonKey<T> => ({ name });
+
+/** Presence frames kept to replay to a connection that registered while they were in flight. */
+const RECENT_PRESENCE = 32;
+/** How long a lesson remembers a close command it heard, to catch a connection whose upgrade was past the check. */
+const HEARD_CLOSE_MS = 60_000;
+const NONE: readonly ClientConnection[] = [];
+
+/**
+ * One lesson on one node: the only per-lesson registry of the gateway.
+ *
+ * It owns the lesson's sockets here (and each person's sockets: the socket
+ * cap and the cursor budget are per person, issue 14), its subscription to
+ * the lesson's one bus channel (open while the lesson has sockets here), and
+ * the state the features keep for it (`get`/`set`, e.g. the board's feed and
+ * fan-out). Features address the lesson or one person through it; whatever
+ * goes to other nodes goes in one envelope on one channel (bus/LessonBus.ts).
+ *
+ * Life: the Gateway opens it with its first socket (`ready` settles once the
+ * bus subscription and every feature's `onLessonOpen` are done, before any of
+ * its sockets gets `welcome`) and closes it with its last (unsubscribe, the
+ * features' `onLessonClose`). Presence and metering across nodes are not here
+ * (Presence, Meter).
+ */
+export class Lesson {
+  readonly conns = new Set<ClientConnection>();
+  private readonly people = new Map<string, LocalPerson>();
+  /**
+   * Whether another node may have people in this lesson: ephemeral frames
+   * (cursors, strokes) go to the bus only then. Set by a publish that reached
+   * more than our own subscription, or by anything heard from another node;
+   * cleared by a publish that reached only us.
+   */
+  remoteListeners = true;
+  /** settles once the bus subscription and the features' onLessonOpen are done; rejects if one failed */
+  ready: Promise<void> = Promise.resolve();
+  closed = false;
+  private readonly recent: { seq: number; frame: string; exceptPerson?: string }[] = [];
+  private readonly slots = new Map<string, unknown>();
+  private readonly heardCloses = new Map<string, { code: CloseCodeName; at: number }>();
+
+  constructor(
+    readonly id: string,
+    private readonly bus: LessonBus,
+    private readonly limits: PersonLimits,
+    private readonly log: Logger,
+    private readonly now: () => number,
+    private readonly fanout?: Fanout,
+    /** envelopes of kinds the core does not know: the features' (Gateway routes them) */
+    private readonly onFeatureEnvelope?: (lesson: Lesson, e: Envelope) => void,
+  ) {}
+
+  // ---- feature state -------------------------------------------------------
+
+  get<T>(key: LessonKey<T>): T | undefined {
+    return this.slots.get(key.name) as T | undefined;
+  }
+
+  set<T>(key: LessonKey<T>, value: T): void {
+    this.slots.set(key.name, value);
+  }
+
+  // ---- sockets and people --------------------------------------------------
+
+  /** Adds a socket; returns the person's oldest sockets beyond the cap, for the caller to close. */
+  add(conn: ClientConnection, now: number): ClientConnection[] {
+    this.conns.add(conn);
+    let p = this.people.get(conn.person.id);
+    if (!p) this.people.set(conn.person.id, (p = { conns: [], cursor: new TokenBucket(this.limits.cursorRate, this.limits.cursorBurst, now) }));
+    p.conns.push(conn);
+    return p.conns.length > this.limits.maxSockets ? p.conns.slice(0, p.conns.length - this.limits.maxSockets) : [];
+  }
+
+  /** Removes a socket; true when it was the lesson's last one here. */
+  remove(conn: ClientConnection): boolean {
+    if (!this.conns.delete(conn)) return this.conns.size === 0;
+    const p = this.people.get(conn.person.id);
+    if (p) {
+      const i = p.conns.indexOf(conn);
+      if (i >= 0) p.conns.splice(i, 1);
+      if (p.conns.length === 0) this.people.delete(conn.person.id);
+    }
+    return this.conns.size === 0;
+  }
+
+  person(personId: string): LocalPerson | undefined {
+    return this.people.get(personId);
+  }
+
+  present(): ClientConnection[] {
+    const out: ClientConnection[] = [];
+    for (const c of this.conns) if (c.state === 'present') out.push(c);
+    return out;
+  }
+
+  // ---- addressing: here and on every node ----------------------------------
+
+  /**
+   * A frame for everyone present on every node: `except` skips one local
+   * socket (usually the sender), `exceptPerson` every socket of that person
+   * (here and on the other nodes); `ephemeral` frames skip the bus while no
+   * other node is known to listen.
+   */
+  broadcast(text: string, opts: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean } = {}): void {
+    if (opts.exceptPerson) this.deliverExceptPerson(text, opts.exceptPerson, opts.except);
+    else this.deliver(text, opts.except);
+    if (opts.ephemeral && !this.remoteListeners) return;
+    this.publish({ kind: 'frame', exceptPerson: opts.exceptPerson, payload: text }, true);
+  }
+
+  /**
+   * A presence frame (with its Redis seq) for everyone, remembered here for
+   * late registrants; `exceptPerson` skips that person's sockets on every node
+   * (a re-registered person is not told that they joined).
+   */
+  broadcastPresence(seq: number, frame: string, opts: { except?: ClientConnection; exceptPerson?: string } = {}): void {
+    this.deliverPresence(seq, frame, opts.except, opts.exceptPerson);
+    this.publish({ kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame }, true);
+  }
+
+  /** A frame for one person's sockets (or one connection of theirs, by id) on every node. */
+  toPerson(personId: string, frame: string, toConn?: string): void {
+    this.deliverToPerson(personId, frame, toConn);
+    this.publish({ kind: 'person', toPerson: personId, toConn, payload: frame });
+  }
+
+  /** Closes one person's sockets on every node (and those about to be admitted: `heardClose`). */
+  closePerson(personId: string, code: CloseCodeName): void {
+    this.closeLocalPerson(personId, code);
+    this.publish({ kind: 'close', toPerson: personId, payload: code });
+  }
+
+  /** Whether a close of this person with this code was heard in the last minute (a removal racing an upgrade). */
+  heardClose(personId: string, code: CloseCodeName): boolean {
+    const h = this.heardCloses.get(personId);
+    return !!h && h.code === code && this.now() - h.at < HEARD_CLOSE_MS;
+  }
+
+  /** A feature's envelope to the other nodes (kind is the feature's, e.g. `board`). */
+  publish(e: Outgoing, learn = false): void {
+    this.bus.publish(this.id, e).then(
+      (receivers) => {
+        if (learn) this.remoteListeners = receivers > 1;
+      },
+      (err) => this.log.warn({ err: (err as Error).message, lesson_id: this.id, kind: e.kind }, 'bus publish failed'),
+    );
+  }
+
+  /** An envelope from another node. */
+  receive(e: Envelope): void {
+    this.remoteListeners = true;
+    switch (e.kind) {
+      case 'frame':
+        if (e.exceptPerson) this.deliverExceptPerson(e.payload, e.exceptPerson);
+        else this.deliver(e.payload);
+        return;
+      case 'presence':
+        this.deliverPresence(e.seq ?? 0, e.payload, undefined, e.exceptPerson);
+        return;
+      case 'person':
+        if (e.toPerson) this.deliverToPerson(e.toPerson, e.payload, e.toConn);
+        return;
+      case 'close':
+        if (e.toPerson) this.closeLocalPerson(e.toPerson, e.payload as CloseCodeName);
+        return;
+      case 'hello':
+        return;
+      default:
+        this.onFeatureEnvelope?.(this, e);
+    }
+  }
+
+  // ---- local delivery ------------------------------------------------------
+
+  /** Delivers to every present connection here except `except`. */
+  deliver(frame: string, except?: ClientConnection): void {
+    if (this.fanout) {
+      this.fanout.publish(this.id, frame, except);
+      return;
+    }
+    for (const c of this.conns) if (c !== except && c.state === 'present') c.send(frame);
+  }
+
+  /**
+   * Everyone here but one person's sockets. The common case, the person's only
+   * socket here is the sender (or they have none here), stays one uWS topic
+   * publish; only a person with several sockets here costs a loop.
+   */
+  private deliverExceptPerson(text: string, personId: string, sender?: ClientConnection): void {
+    // per cursor frame: a loop that allocates nothing and stops at the first other socket
+    let othersHere = false;
+    for (const c of this.people.get(personId)?.conns ?? NONE) {
+      if (c !== sender && c.state === 'present') {
+        othersHere = true;
+        break;
+      }
+    }
+    if (!othersHere) return this.deliver(text, sender);
+    for (const c of this.conns) if (c.state === 'present' && c.person.id !== personId) c.send(text);
+  }
+
+  private deliverPresence(seq: number, frame: string, except?: ClientConnection, exceptPerson?: string): void {
+    this.recent.push({ seq, frame, exceptPerson });
+    if (this.recent.length > RECENT_PRESENCE) this.recent.shift();
+    if (exceptPerson) this.deliverExceptPerson(frame, exceptPerson, except);
+    else this.deliver(frame, except);
+  }
+
+  private deliverToPerson(personId: string, frame: string, toConn?: string): void {
+    for (const c of this.people.get(personId)?.conns ?? NONE) if (c.state === 'present' && (!toConn || c.id === toConn)) c.send(frame);
+  }
+
+  private closeLocalPerson(personId: string, code: CloseCodeName): void {
+    this.heardCloses.set(personId, { code, at: this.now() });
+    for (const c of [...(this.people.get(personId)?.conns ?? NONE)]) c.close(code);
+  }
+
+  /**
+   * The connection becomes present: `welcome` first, then the presence frames
+   * newer than the welcome's seq that passed while it was registering (Redis
+   * replies and pub/sub messages travel on different connections), then live
+   * delivery. All synchronous, so nothing falls in between.
+   */
+  makePresent(conn: ClientConnection, welcome: string, seq: number): void {
+    conn.state = 'present';
+    conn.send(welcome);
+    for (const r of this.recent) if (r.seq > seq && r.exceptPerson !== conn.person.id) conn.send(r.frame);
+    this.fanout?.subscribe(conn);
+  }
+}

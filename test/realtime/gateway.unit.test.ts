@@ -1,0 +1,240 @@
+import { Redis as IORedis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { resolveLinkToken, type ResolvedLink } from '../../src/domain/links.js';
+import { readMeterSeeds } from '../../src/metering/meters.js';
+import type { Redis } from '../../src/redis.js';
+import type { ClientConnection, SocketLike } from '../../realtime/ClientConnection.js';
+import type { GatewayFeature } from '../../realtime/features/api.js';
+import { Gateway } from '../../realtime/Gateway.js';
+import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
+import type { Presence } from '../../realtime/presence/Presence.js';
+import { gatewayTiming } from '../../realtime/timing.js';
+import { makeDeps, ManualClock } from '../helpers/deps.js';
+import { lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
+import { isolatedEnv } from './helpers/isolation.js';
+
+/**
+ * The gateway core without uWS: plain socket objects, a clock the test
+ * moves, real Postgres and Redis (the presence is a constructor argument:
+ * any Presence implementation can be given). No sleeps: the test waits for
+ * Gateway.idle(), which drains joins, departures, feature hooks and bus
+ * publishes.
+ */
+class FakeSocket implements SocketLike {
+  readonly frames: any[] = [];
+  closedWith: number | undefined;
+  conn!: ClientConnection;
+  constructor(private readonly gw: Gateway) {}
+  send(data: string): number {
+    this.frames.push(JSON.parse(data));
+    return 1;
+  }
+  /** as uWS does: the close is reported back to the gateway */
+  end(code: number): void {
+    if (this.closedWith !== undefined) return;
+    this.closedWith = code;
+    this.gw.closed(this.conn);
+  }
+  getBufferedAmount(): number {
+    return 0;
+  }
+  of(type: string): any[] {
+    return this.frames.filter((f) => f.type === type);
+  }
+  /** the client goes away (no close code of ours) */
+  drop(): void {
+    this.closedWith = 1006;
+    this.gw.closed(this.conn);
+  }
+}
+
+/** What the features hear, in order. */
+function recorderFeature() {
+  const events: string[] = [];
+  const feature: GatewayFeature = {
+    name: 'recorder',
+    onLessonOpen: (l) => void events.push(`open ${l.id.slice(0, 4)}`),
+    onLessonClose: (l) => void events.push(`close ${l.id.slice(0, 4)}`),
+    onClosed: ({ conn, personLeft }) => void events.push(`closed ${conn.person.name} ${personLeft ? 'left' : 'stays'}`),
+  };
+  return { feature, events };
+}
+
+const env = await isolatedEnv();
+const clock = new ManualClock();
+const deps = makeDeps({ env, clock });
+const timing = gatewayTiming(deps.config);
+let redis: Redis;
+let presence: Presence;
+
+beforeAll(() => {
+  redis = deps.redis.duplicate();
+  redis.on('error', () => undefined); // disconnected on purpose below
+  presence = new RedisPresence(redis, { ...timing, loadSeed: async (id) => (await readMeterSeeds(deps.readSql, [id]))[0] });
+});
+afterAll(async () => {
+  redis.disconnect();
+  await deps.close();
+});
+
+async function newGateway(nodeId: string) {
+  const { feature, events } = recorderFeature();
+  const gw = new Gateway(deps, { presence, redis, features: [feature], nodeId });
+  await gw.start({ timers: false });
+  const open = (link: ResolvedLink) => {
+    const s = new FakeSocket(gw);
+    s.conn = gw.open(s, link, '127.0.0.1');
+    return s;
+  };
+  return { gw, events, open };
+}
+
+async function links(names: string[]) {
+  const f = await lessonWithLinks(deps.sql);
+  const out: ResolvedLink[] = [];
+  for (const n of names) out.push((await resolveLinkToken(deps.sql, await f.link(n, { name: n })))!);
+  return { f, links: out };
+}
+
+describe('the gateway core, driven with plain sockets and a manual clock', () => {
+  it('welcomes, relays a cursor to the others and not back, tells who left, and closes the lesson with its last socket', async () => {
+    const { gw, events, open } = await newGateway('unit-a');
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = open(ann);
+    await gw.idle();
+    const b = open(bob);
+    await gw.idle();
+    expect(a.of('welcome')).toHaveLength(1);
+    expect(a.of('presence')).toMatchObject([{ event: 'joined', person: { name: 'Bob' } }]);
+    expect(b.of('welcome')[0].people.map((p: any) => p.name).sort()).toEqual(['Ann', 'Bob']);
+    expect(gw.lesson(f.lesson.id)?.present()).toHaveLength(2);
+
+    gw.message(a.conn, JSON.stringify({ type: 'cursor', x: 1, y: 2 }), false);
+    expect(b.of('cursor')).toEqual([{ type: 'cursor', from: a.conn.person.id, x: 1, y: 2 }]);
+    expect(a.of('cursor')).toEqual([]);
+
+    clock.advance(30_000);
+    b.drop();
+    await gw.idle();
+    expect(a.of('presence').at(-1)).toMatchObject({ event: 'left', person: { name: 'Bob' } });
+    a.drop();
+    await gw.idle();
+    expect(gw.lesson(f.lesson.id)).toBeUndefined();
+    const id = f.lesson.id.slice(0, 4);
+    expect(events).toEqual([`open ${id}`, 'closed Bob left', `close ${id}`, 'closed Ann left']);
+    await gw.close();
+  });
+
+  it("runs the features' onClosed when Redis was unreachable at the departure: once, when the retried departure is heard", async () => {
+    const { gw, events, open } = await newGateway('unit-b');
+    const { links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = open(ann);
+    const b = open(bob);
+    await gw.idle();
+    expect(b.of('welcome')).toHaveLength(1);
+
+    redis.disconnect();
+    clock.advance(5_000);
+    b.drop();
+    await gw.idle();
+    expect(gw.pendingDepartures).toBe(1);
+    expect(events.filter((e) => e.startsWith('closed'))).toEqual([]);
+
+    await redis.connect();
+    clock.advance(1_000);
+    await gw.maintenance.heartbeat();
+    await gw.idle();
+    expect(gw.pendingDepartures).toBe(0);
+    expect(events.filter((e) => e.startsWith('closed'))).toEqual(['closed Bob left']);
+    expect(a.of('presence').at(-1)).toMatchObject({ event: 'left', person: { name: 'Bob' } });
+    await gw.close();
+    expect(events.filter((e) => e.startsWith('closed'))).toEqual(['closed Bob left', 'closed Ann left']);
+  });
+
+  it('relays between two nodes through the one lesson channel: a frame for everyone, a frame for one person, a close', async () => {
+    const n1 = await newGateway('unit-c1');
+    const n2 = await newGateway('unit-c2');
+    const { f, links: [ann, bob, cid] } = await links(['Ann', 'Bob', 'Cid']);
+    const a = n1.open(ann);
+    await n1.gw.idle();
+    const b = n2.open(bob);
+    const c = n2.open(cid);
+    await n2.gw.idle();
+    // the `joined` of people on the other node arrive through the lesson's channel
+    expect(a.of('welcome')).toHaveLength(1);
+    await vi.waitUntil(() => a.of('presence').length === 2);
+
+    n1.gw.broadcast(f.lesson.id, { type: 'note', text: 'hi' });
+    n1.gw.toPerson(f.lesson.id, b.conn.person.id, JSON.stringify({ type: 'muted', mic: true }));
+    await n1.gw.idle();
+    await vi.waitUntil(() => b.of('note').length === 1 && c.of('note').length === 1 && b.of('muted').length === 1);
+    expect(c.of('muted')).toEqual([]);
+
+    n1.gw.closePerson(f.lesson.id, c.conn.person.id, 'forbidden');
+    await vi.waitUntil(() => c.closedWith === 4403);
+    expect(b.closedWith).toBeUndefined();
+    await Promise.all([n1.gw.close(), n2.gw.close()]);
+  });
+
+  it('after Redis lost its state, registers its sockets again and tells nobody that they themselves joined', async () => {
+    const { gw, open } = await newGateway('unit-e');
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = open(ann);
+    await gw.idle();
+    const b = open(bob);
+    await gw.idle();
+    // Redis loses everything of this test file (its own key prefix)
+    const admin = new IORedis(deps.config.REDIS_URL);
+    const keys = await admin.keys(`${deps.config.REDIS_KEY_PREFIX}*`);
+    if (keys.length) await admin.del(...keys);
+    admin.disconnect();
+    const before = { a: a.frames.length, b: b.frames.length };
+    clock.advance(1_000);
+    await gw.maintenance.heartbeat();
+    await gw.idle();
+    expect((await presence.people(f.lesson.id)).people.map((p) => p.name).sort()).toEqual(['Ann', 'Bob']);
+    const joinedSelf = (s: FakeSocket, name: string, from: number) => s.frames.slice(from).filter((m) => m.type === 'presence' && m.event === 'joined' && m.person.name === name);
+    expect(joinedSelf(a, 'Ann', before.a)).toEqual([]);
+    expect(joinedSelf(b, 'Bob', before.b)).toEqual([]);
+    expect(a.frames.slice(before.a).filter((m) => m.event === 'sync')).toHaveLength(1);
+    await gw.close();
+  });
+
+  it('after Redis lost its state, a sweep re-registers the live sockets before it judges any lesson empty or orphaned', async () => {
+    const { gw, open } = await newGateway('unit-f');
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    open(ann);
+    open(bob);
+    await gw.idle();
+    clock.advance(1_000);
+    await gw.maintenance.flush();
+    await gw.idle();
+    expect(await sessionsOf(deps.sql, f.lesson.id)).toHaveLength(1);
+    const admin = new IORedis(deps.config.REDIS_URL);
+    const keys = await admin.keys(`${deps.config.REDIS_KEY_PREFIX}*`);
+    if (keys.length) await admin.del(...keys);
+    admin.disconnect();
+    // long past the orphan limit and the idle end, and the sweep comes before any heartbeat
+    clock.advance(gw.timing.orphanMs + gw.timing.idleMs);
+    await gw.maintenance.sweep();
+    await gw.idle();
+    expect((await presence.people(f.lesson.id)).people.map((p) => p.name).sort()).toEqual(['Ann', 'Bob']);
+    const [s] = await sessionsOf(deps.sql, f.lesson.id);
+    expect(s.ended_at).toBeNull();
+    await gw.close();
+  });
+
+  it('owns its timers: start() sets them, close() leaves none', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const { feature } = recorderFeature();
+      const gw = new Gateway(deps, { presence, redis, features: [feature], nodeId: 'unit-d' });
+      await gw.start();
+      expect(vi.getTimerCount()).toBeGreaterThan(0);
+      await gw.close();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
