@@ -7,6 +7,7 @@ CREATE TABLE partners (
   id                 text PRIMARY KEY,
   name               text NOT NULL,
   plan               text NOT NULL CHECK (plan IN ('full', 'board_only')),
+  -- the board rate default: mirrors DEFAULT_BOARD_RATE_PERCENT (src/domain/partners.ts)
   board_rate_percent integer NOT NULL DEFAULT 30 CHECK (board_rate_percent BETWEEN 0 AND 100),
   -- Keyed hash of partner-supplied user ids (HMAC-SHA256 with this key):
   -- the id itself is never stored, and the hash is scoped to the partner.
