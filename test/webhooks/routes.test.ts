@@ -7,7 +7,7 @@ import { recordEvent } from '../../src/events/outbox.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startApi } from '../../src/server.js';
 import { startDispatcher } from '../../src/webhooks/index.js';
-import { setWebhookRuntime } from '../../src/webhooks/runtime.js';
+import { buildWebhookRuntime } from '../../src/webhooks/runtime.js';
 import { SecretBox } from '../../src/webhooks/secrets.js';
 import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
 import { makeDeps } from '../helpers/deps.js';
@@ -338,8 +338,7 @@ describe('OpenAPI and secrecy', () => {
     const lines: string[] = [];
     const sink = new Writable({ write(c, _e, cb) { lines.push(String(c)); cb(); } });
     const base = makeDeps({ env: { ...stack.env, LOG_LEVEL: 'trace' } });
-    const deps = { ...base, log: pino({ level: 'trace' }, sink) };
-    setWebhookRuntime(deps, { resolve: loopbackResolver, ca: testCa() });
+    const deps = { ...base, log: pino({ level: 'trace' }, sink), webhookRuntime: buildWebhookRuntime(base.config, { resolve: loopbackResolver, ca: testCa() }) };
     const server = await startApi(deps, 0);
     const d = await startDispatcher(deps);
     const rx = await startReceiver({ behaviour: (_r, res, n) => res.writeHead(n === 0 ? 500 : 200).end() });
