@@ -45,7 +45,7 @@ export interface ElementWrite {
 }
 
 /** An element's JSON, as stored (its bytes are what the limits count). */
-export const elementJson = (el: BoardElement): string => JSON.stringify(el);
+const elementJson = (el: BoardElement): string => JSON.stringify(el);
 export const elementBytes = (el: BoardElement): number => Buffer.byteLength(elementJson(el), 'utf8');
 
 /**

@@ -107,7 +107,6 @@ export const VectorSchema = z
 const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema] as const;
 export const ElementSchema = z.discriminatedUnion('type', shapes).meta({ id: 'BoardElement' });
 export type BoardElement = z.infer<typeof ElementSchema>;
-export type ElementType = BoardElement['type'];
 
 export const PageSchema = z
   .object({ id: IdSchema, name: z.string().trim().min(1).max(L.pageName) })
@@ -140,7 +139,6 @@ export const BoardOpSchema = z
   .discriminatedUnion('type', [ElementAddOp, ElementUpdateOp, ElementDeleteOp, PageAddOp, PageRenameOp, PageDeleteOp, PageReorderOp, PagePinOp])
   .meta({ id: 'BoardOperation' });
 export type BoardOp = z.infer<typeof BoardOpSchema>;
-export type BoardOpType = BoardOp['type'];
 
 /** An operation as committed: its place in the lesson's order. */
 export interface SequencedOp {

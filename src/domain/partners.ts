@@ -38,11 +38,6 @@ export async function createPartner(
   return p;
 }
 
-export async function getPartner(db: Db, id: string): Promise<Partner | undefined> {
-  const [p] = await db<Partner[]>`SELECT * FROM partners WHERE id = ${id}`;
-  return p;
-}
-
 export async function setPartnerSuspended(db: Db, id: string, suspended: boolean, at: Date): Promise<Partner> {
   const [p] = await db<Partner[]>`
     UPDATE partners SET suspended_at = ${suspended ? at : null} WHERE id = ${id} RETURNING *`;
