@@ -1,7 +1,9 @@
 import postgres from 'postgres';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
-import { claimDue, DISPATCHER_LOCK_CLASS, EVENTS_CHANNEL, nextState, recordResults, type AttemptResult, type ClaimedDelivery } from './queue.js';
+import { EVENTS_CHANNEL } from '../db/channels.js';
+import { DISPATCHER_LOCK_CLASS } from '../db/locks.js';
+import { claimDue, nextState, recordResults, type AttemptResult, type ClaimedDelivery } from './queue.js';
 import { webhookRuntime, type WebhookRuntime } from './runtime.js';
 import { Sender } from './sender.js';
 

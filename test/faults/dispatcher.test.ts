@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/index.js';
 import { recordEvent } from '../../src/events/outbox.js';
-import { DISPATCHER_LOCK_CLASS } from '../../src/webhooks/queue.js';
+import { DISPATCHER_LOCK_CLASS } from '../../src/db/locks.js';
 import { freePort, spawnService, type ServiceProcess } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
 import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
