@@ -17,7 +17,7 @@ CREATE TABLE partners (
   balance_seconds    bigint NOT NULL DEFAULT 0,
   -- balance.low / balance.exhausted fire once per crossing: the charge that
   -- crosses the line disarms the flag, a top-up that lifts the balance back
-  -- above the line re-arms it (docs/events.md).
+  -- above the line re-arms it (docs/metering.md, "Balance events").
   balance_low_armed       boolean NOT NULL DEFAULT true,
   balance_exhausted_armed boolean NOT NULL DEFAULT true,
   suspended_at       timestamptz,
