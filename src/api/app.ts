@@ -61,7 +61,7 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
     } finally {
       // Access log: never headers, bodies or query strings (they may carry secrets).
       log.info(
-        { requestId: ctx.state.requestId, method: ctx.method, route: ctx._matchedRoute ?? null, status: ctx.status, ms: Math.round(performance.now() - started), partner: ctx.state.auth?.partner.id },
+        { request_id: ctx.state.requestId, method: ctx.method, route: ctx._matchedRoute ?? null, status: ctx.status, ms: Math.round(performance.now() - started), partner_id: ctx.state.auth?.partner.id },
         'request',
       );
     }
