@@ -14,7 +14,8 @@ import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { answer, startReceiver } from './helpers/receiver.js';
 import { testCa } from './helpers/tls.js';
-import { deliveryOf, eventually, loopbackResolver, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { deliveryOf, loopbackResolver, startWebhookStack } from './helpers/stack.js';
 
 const clock = new ManualClock(Date.now());
 const stack = await startWebhookStack({ clock });
@@ -279,7 +280,7 @@ describe('POST /events/{id}/redeliver and GET /webhook/deliveries', () => {
       clock.advance(13 * 3600_000); // past any retry delay of the schedule
       dispatcher.wake();
       return (await deliveryOf(stack.sql, ev.id)).state === 'undelivered';
-    }, 20_000, 100);
+    }, 'the delivery undelivered', 20_000, 100);
     expect(rx.requests).toHaveLength(9);
     const re = await api.request('POST', `/events/${ev.id}/redeliver`, { key: p.apiKey });
     expect(re.body.delivery).toMatchObject({ state: 'pending', attempts: 0 });

@@ -7,7 +7,8 @@ import { buildWebhookRuntime } from '../../src/webhooks/runtime.js';
 import { makeDeps } from '../helpers/deps.js';
 import { leafCert, testCa } from './helpers/tls.js';
 import { startReceiver } from './helpers/receiver.js';
-import { attemptsOf, eventually, loopbackResolver, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, loopbackResolver, startWebhookStack } from './helpers/stack.js';
 
 /** DNS of the SSRF table. */
 const DNS: Record<string, string[]> = {

@@ -151,17 +151,6 @@ export async function startWebhookStack(opts: StackOptions = {}) {
   return { api, env, databaseUrl, dispatcher, partnerWithWebhook, record, sql: api.deps.sql as Deps['sql'] };
 }
 
-/** Polls `fn` until it returns a truthy value (bounded). */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, ms = 10_000, every = 25): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
-
 export async function deliveryOf(sql: Deps['sql'], eventId: number) {
   const [row] = await sql<{ state: string; attempts: number; round: number; next_attempt_at: Date | null; claimed_by: number | null }[]>`
     SELECT state, attempts, round, next_attempt_at, claimed_by FROM webhook_deliveries WHERE event_id = ${eventId}`;
