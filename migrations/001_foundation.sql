@@ -7,6 +7,7 @@ CREATE TABLE partners (
   id                 text PRIMARY KEY,
   name               text NOT NULL,
   plan               text NOT NULL CHECK (plan IN ('full', 'board_only')),
+  -- the board rate default: mirrors DEFAULT_BOARD_RATE_PERCENT (src/domain/partners.ts)
   board_rate_percent integer NOT NULL DEFAULT 30 CHECK (board_rate_percent BETWEEN 0 AND 100),
   -- Keyed hash of partner-supplied user ids (HMAC-SHA256 with this key):
   -- the id itself is never stored, and the hash is scoped to the partner.
@@ -16,7 +17,7 @@ CREATE TABLE partners (
   balance_seconds    bigint NOT NULL DEFAULT 0,
   -- balance.low / balance.exhausted fire once per crossing: the charge that
   -- crosses the line disarms the flag, a top-up that lifts the balance back
-  -- above the line re-arms it (docs/events.md).
+  -- above the line re-arms it (docs/metering.md, "Balance events").
   balance_low_armed       boolean NOT NULL DEFAULT true,
   balance_exhausted_armed boolean NOT NULL DEFAULT true,
   suspended_at       timestamptz,

@@ -18,7 +18,7 @@ CREATE TABLE webhooks (
 -- the partner asks for it (POST /events/{id}/redeliver).
 --
 -- A dispatcher claims a due row by setting claimed_by to its number while it
--- holds the session advisory lock (7243004, number). A row claimed by a
+-- holds the session advisory lock (7243004, number: DISPATCHER_LOCK_CLASS in src/db/locks.ts). A row claimed by a
 -- dispatcher whose lock is gone (process killed, connection lost) is claimable
 -- again at once; claimed_at is a backstop for a half-open connection.
 -- `round` grows with every redeliver / cancel, so the result of an attempt that

@@ -1,3 +1,4 @@
+import { LESSON_ARCHIVED_CHANNEL } from '../src/db/channels.js';
 import type { Gateway } from './Gateway.js';
 
 /**
@@ -9,7 +10,7 @@ import type { Gateway } from './Gateway.js';
  */
 export async function listenForArchives(gw: Gateway): Promise<() => Promise<void>> {
   const { sql } = gw.deps;
-  const handle = await sql.listen('lesson_archived', (lessonId) => {
+  const handle = await sql.listen(LESSON_ARCHIVED_CHANNEL, (lessonId) => {
     gw.archived(lessonId).catch((err) => gw.log.error({ err, lesson_id: lessonId }, 'archive handling failed'));
   });
   return () => handle.unlisten();

@@ -1,7 +1,10 @@
 /**
- * The one error type of the service. Domain code throws these; the API maps
- * them to `{"detail": {"code", "message"}}` in one place
- * (src/api/middlewares/errorHandler.ts), and the gateway maps them to close codes.
+ * The one error type of the partner API. Domain code throws these; the API
+ * maps them to `{"detail": {"code", "message"}}` in one place
+ * (src/api/middlewares/errorHandler.ts). The gateway does not use them: it
+ * refuses an upgrade with an HTTP status (realtime/admission/Admission.ts,
+ * `refusals`), closes sockets with its own close codes (realtime/protocol/closeCodes.ts), and refuses board
+ * operations with BoardOpError (src/board/errors.ts).
  */
 export interface ValidationIssue {
   loc: (string | number)[];

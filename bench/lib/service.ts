@@ -1,18 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 
-/** A free TCP port on loopback. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
+/** A free TCP port on loopback: the tests' helper (no vitest in it), shared like test/board/actions.ts. */
+export { freePort } from '../../test/helpers/net.js';
 
 /**
  * Starts a node entry point and waits for `readyUrl` to answer 200: compiled

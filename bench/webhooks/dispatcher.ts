@@ -7,11 +7,12 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '../../src/config.js';
 import { createDeps } from '../../src/deps.js';
 import { startDispatcher } from '../../src/webhooks/index.js';
-import { setWebhookRuntime } from '../../src/webhooks/runtime.js';
+import { buildWebhookRuntime } from '../../src/webhooks/runtime.js';
 
 const config = loadConfig();
-const deps = createDeps(config);
-setWebhookRuntime(deps, { ca: readFileSync(process.env.BENCH_CA_FILE!, 'utf8') });
+const base = createDeps(config);
+// the bench's receivers have a self-signed certificate: this dispatcher trusts its CA
+const deps = { ...base, webhookRuntime: buildWebhookRuntime(config, { ca: readFileSync(process.env.BENCH_CA_FILE!, 'utf8') }) };
 const d = await startDispatcher(deps);
 process.stdout.write(`ready ${d.id}\n`);
 async function stop(): Promise<void> {

@@ -1,6 +1,6 @@
+import { LINK_ISSUED_CHANNEL } from '../../src/db/channels.js';
 import type { Deps } from '../../src/deps.js';
 import {
-  LINK_ISSUED_CHANNEL,
   linkTokenHash,
   parseIssuedLinkNotice,
   resolveLinkTokenHashes,

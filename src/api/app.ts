@@ -77,7 +77,7 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
       const route = routeOf(ctx);
       // Access log: never headers, bodies or query strings (they may carry secrets).
       log.info(
-        { requestId: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms), partner: ctx.state.auth?.partner.id },
+        { request_id: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms), partner_id: ctx.state.auth?.partner.id },
         'request',
       );
       if (metrics) {

@@ -1,4 +1,5 @@
-import { AUTH_CHANGED_CHANNEL, authenticateApiKey, isApiKeyShaped, type Authenticated } from '../domain/apiKeys.js';
+import { AUTH_CHANGED_CHANNEL } from '../db/channels.js';
+import { authenticateApiKey, isApiKeyShaped, type Authenticated } from '../domain/apiKeys.js';
 import type { Deps } from '../deps.js';
 
 /** Unknown keys are remembered this long (docs/api-decisions.md, "Authentication"). */

@@ -1,6 +1,7 @@
 import { boardError } from './errors.js';
 import { BOARD_LIMITS as L, textSurcharge } from './limits.js';
-import { isNewer, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from './schema.js';
+import { elementIdsOf, partition, reduce, type Applied, type BoardReplica, type Versioned } from './reducer.js';
+import type { BoardElement, BoardOp, BoardPage } from './schema.js';
 
 /** Who sends an operation: the rules differ for teachers and students. */
 export interface Actor {
@@ -34,6 +35,8 @@ export interface ElementWrite {
   page_id: string;
   z: string;
   data: BoardElement | null;
+  /** `data` as JSON, stringified once (the size check measured this text) */
+  json: string | null;
   bytes: number;
   deleted: boolean;
   seq: number;
@@ -41,19 +44,27 @@ export interface ElementWrite {
   version_nonce: number;
 }
 
-export const elementBytes = (el: BoardElement): number => Buffer.byteLength(JSON.stringify(el), 'utf8');
+/** An element's JSON, as stored (its bytes are what the limits count). */
+const elementJson = (el: BoardElement): string => JSON.stringify(el);
+export const elementBytes = (el: BoardElement): number => Buffer.byteLength(elementJson(el), 'utf8');
 
 /**
  * Applies a batch of operations, one after the other, to a board loaded in
- * memory: validates each against the board as the previous ones left it,
- * assigns the next sequence number to each applied one, and records the
- * writes. Pure (no I/O): the store loads what it needs and persists the result
- * inside one transaction, so the rules are tested without a database and two
- * gateway nodes can never apply operations against different states.
+ * memory: checks each against the board as the previous ones left it (who may
+ * do what, the pin, the limits), assigns the next sequence number to each
+ * accepted one, and applies it with the board's one reducer
+ * (src/board/reducer.ts, which the page runs too), recording the writes. Pure
+ * (no I/O): the store loads what it needs and persists the result inside one
+ * transaction, so the rules are tested without a database and two gateway
+ * nodes can never apply operations against different states.
  */
-export class BoardWork {
+export class BoardWork implements BoardReplica {
   readonly writes = new Map<string, ElementWrite>();
   headChanged = false;
+  /** the sequence number of the operation being reduced (put and remove record it) */
+  private seq = 0;
+  /** JSON and bytes of the elements the last check accepted: each is stringified once */
+  private sized = new Map<BoardElement, { json: string; bytes: number }>();
 
   constructor(
     readonly head: BoardHead,
@@ -61,22 +72,37 @@ export class BoardWork {
     readonly elements: Map<string, ElementState>,
   ) {}
 
+  get pages(): BoardPage[] {
+    return this.head.pages;
+  }
+
+  set pages(pages: BoardPage[]) {
+    this.head.pages = pages;
+  }
+
+  get pinned_page_id(): string | null {
+    return this.head.pinned_page_id;
+  }
+
+  set pinned_page_id(id: string | null) {
+    this.head.pinned_page_id = id;
+  }
+
   /**
    * Applies one operation. Returns the operation as applied (an update or
-   * delete loses the elements that no longer exist) with its sequence number,
-   * or null when nothing was left to apply. Throws BoardOpError when refused;
-   * a refused operation changes nothing.
+   * delete loses the writes that are not newer, listed in `skipped`) with its
+   * sequence number, or null when nothing was left to apply. Throws
+   * BoardOpError when refused; a refused operation changes nothing.
    */
   apply(op: BoardOp, actor: Actor): { seq: number; op: BoardOp; skipped?: string[] } | null {
-    const effective = this.check(op, actor);
-    if (!effective) return null;
-    const seq = this.head.seq + 1;
-    this.commit(effective, seq);
-    this.head.seq = seq;
+    const checked = this.check(op, actor);
+    if (!checked) return null;
+    this.seq = this.head.seq + 1;
+    reduce(this, checked.op);
+    this.sized.clear();
+    this.head.seq = this.seq;
     this.headChanged = true;
-    const kept = new Set(elementIdsOf(effective));
-    const skipped = elementIdsOf(op).filter((id) => !kept.has(id));
-    return skipped.length ? { seq, op: effective, skipped } : { seq, op: effective };
+    return checked.skipped.length ? { seq: this.seq, op: checked.op, skipped: checked.skipped } : { seq: this.seq, op: checked.op };
   }
 
   private page(id: string): BoardPage | undefined {
@@ -99,71 +125,69 @@ export class BoardWork {
     if (actor.role !== 'teacher') throw boardError('forbidden', `only a teacher can ${what}`);
   }
 
-  /** Validates an operation; returns the part of it that will be applied. */
-  private check(op: BoardOp, actor: Actor): BoardOp | null {
+  private requireDistinct(ids: { id: string }[]): void {
+    const seen = new Set<string>();
+    for (const { id } of ids) {
+      if (seen.has(id)) throw boardError('invalid', `element ${id} appears twice`);
+      seen.add(id);
+    }
+  }
+
+  /** Validates an operation; returns the part of it that will be applied and the ids of the writes that lost. */
+  private check(op: BoardOp, actor: Actor): Applied | null {
     switch (op.type) {
       case 'element.add':
       case 'element.update': {
+        this.requireDistinct(op.elements);
+        for (const el of op.elements) {
+          this.requireUnlocked(actor, el.id, this.elements.get(el.id));
+          if (el.locked && actor.role !== 'teacher') throw boardError('forbidden', `only the teacher can lock element ${el.id}`);
+        }
         // add and update are one rule, Excalidraw's: the write is applied when it is newer
-        // than what is stored (live or tombstone: a newer version revives a deleted element).
-        const seen = new Set<string>();
-        const kept: BoardElement[] = [];
+        // than what is stored (live or tombstone: a newer version revives a deleted element)
+        const applied = partition(op, (id) => this.elements.get(id));
+        if (applied?.op.type !== op.type) return null;
         let bytes = 0;
         let added = 0;
-        for (const el of op.elements) {
-          if (seen.has(el.id)) throw boardError('invalid', `element ${el.id} appears twice`);
-          seen.add(el.id);
-          const cur = this.elements.get(el.id);
-          this.requireUnlocked(actor, el.id, cur);
-          if (el.locked && actor.role !== 'teacher') throw boardError('forbidden', `only the teacher can lock element ${el.id}`);
-          if (!isNewer(el, cur)) continue; // a newer version is stored: this write lost
+        for (const el of applied.op.elements) {
           if (!this.page(el.page_id)) throw boardError('not_found', `page ${el.page_id} does not exist`);
-          const b = elementBytes(el);
+          const json = elementJson(el);
+          const b = Buffer.byteLength(json, 'utf8');
           if (b > L.bytesPerElement) throw boardError('too_large', `element ${el.id} is larger than ${L.bytesPerElement} bytes`);
-          const live = cur && !cur.deleted ? cur : undefined;
+          const live = this.live(el.id);
           this.requirePinnedPage(actor, live ? [live.page_id, el.page_id] : [el.page_id]);
-          bytes += b + textSurcharge(el) - (live?.bytes ?? 0);
+          const weighted = b + textSurcharge(el);
+          this.sized.set(el, { json, bytes: weighted });
+          bytes += weighted - (live?.bytes ?? 0);
           if (!live) added += 1;
-          kept.push(el);
         }
-        if (!kept.length) return null;
         this.requireRoom(added, bytes);
-        return { ...op, elements: kept };
+        return applied;
       }
       case 'element.delete': {
-        const seen = new Set<string>();
-        const kept: Tombstone[] = [];
-        for (const t of op.elements) {
-          if (seen.has(t.id)) throw boardError('invalid', `element ${t.id} appears twice`);
-          seen.add(t.id);
-          const cur = this.elements.get(t.id);
-          if (!cur) continue; // never existed: nothing to delete
-          this.requireUnlocked(actor, t.id, cur);
-          // a newer delete of a tombstone raises its version, so the order of two
-          // deletes and a revival between them never decides the outcome
-          if (!isNewer(t, cur)) continue;
-          kept.push(t);
-        }
-        if (!kept.length) return null;
-        this.requirePinnedPage(actor, kept.map((t) => this.elements.get(t.id)!.page_id));
-        return { ...op, elements: kept };
+        this.requireDistinct(op.elements);
+        for (const t of op.elements) this.requireUnlocked(actor, t.id, this.elements.get(t.id));
+        const applied = partition(op, (id) => this.elements.get(id));
+        if (applied?.op.type !== 'element.delete') return null;
+        this.requirePinnedPage(actor, applied.op.elements.map((t) => this.elements.get(t.id)!.page_id));
+        return applied;
       }
       case 'page.add': {
         if (actor.role === 'student' && this.head.pinned_page_id) throw boardError('pinned', 'a page is pinned: students cannot add pages');
         if (this.page(op.page.id)) throw boardError('conflict', `page ${op.page.id} exists already`);
         if (this.head.pages.length >= L.pages) throw boardError('board_full', `a board has at most ${L.pages} pages`);
         if (op.after_page_id && !this.page(op.after_page_id)) throw boardError('not_found', `page ${op.after_page_id} does not exist`);
-        return op;
+        return { op, skipped: [] };
       }
       case 'page.rename': {
         if (!this.page(op.page_id)) throw boardError('not_found', `page ${op.page_id} does not exist`);
-        return op;
+        return { op, skipped: [] };
       }
       case 'page.delete': {
         this.requireTeacher(actor, 'delete pages');
         if (!this.page(op.page_id)) throw boardError('not_found', `page ${op.page_id} does not exist`);
         if (this.head.pages.length === 1) throw boardError('invalid', 'the last page cannot be deleted');
-        return op;
+        return { op, skipped: [] };
       }
       case 'page.reorder': {
         this.requireTeacher(actor, 'reorder pages');
@@ -172,13 +196,13 @@ export class BoardWork {
         if (given.size !== op.page_ids.length || given.size !== current.size || op.page_ids.some((id) => !current.has(id))) {
           throw boardError('invalid', 'page_ids must list every page of the board exactly once');
         }
-        return op;
+        return { op, skipped: [] };
       }
       case 'page.pin': {
         this.requireTeacher(actor, 'pin pages');
         if (op.page_id && !this.page(op.page_id)) throw boardError('not_found', `page ${op.page_id} does not exist`);
         if (op.page_id === this.head.pinned_page_id) return null;
-        return op;
+        return { op, skipped: [] };
       }
       default: {
         const never: never = op;
@@ -201,70 +225,40 @@ export class BoardWork {
     }
   }
 
-  private put(el: BoardElement, seq: number): void {
+  // ---- BoardReplica: what the reducer changes ----
+
+  stamp(id: string): ElementState | undefined {
+    return this.elements.get(id);
+  }
+
+  *livePage(pageId: string): Iterable<[string, ElementState]> {
+    for (const [id, e] of this.elements) if (e.page_id === pageId && !e.deleted) yield [id, e];
+  }
+
+  put(el: BoardElement): void {
     const prev = this.live(el.id);
-    const bytes = elementBytes(el) + textSurcharge(el);
+    const { json, bytes } = this.sized.get(el) ?? { json: elementJson(el), bytes: elementBytes(el) + textSurcharge(el) };
     this.head.live_bytes += bytes - (prev?.bytes ?? 0);
     if (!prev) this.head.live_elements += 1;
     const v = { version: el.version, version_nonce: el.version_nonce };
     this.elements.set(el.id, { page_id: el.page_id, deleted: false, bytes, locked: el.locked, ...v });
-    this.writes.set(el.id, { id: el.id, page_id: el.page_id, z: el.z, data: el, bytes, deleted: false, seq, ...v });
-    this.head.first_content_seq ??= seq;
+    this.writes.set(el.id, { id: el.id, page_id: el.page_id, z: el.z, data: el, json, bytes, deleted: false, seq: this.seq, ...v });
+    this.head.first_content_seq ??= this.seq;
   }
 
   /** Leaves a tombstone with the delete's version: only a newer write brings the element back. */
-  private remove(id: string, seq: number, v: { version: number; version_nonce: number }): void {
+  remove(id: string, v: Versioned): void {
     const prev = this.elements.get(id);
     if (!prev) return;
     if (!prev.deleted) {
       this.head.live_bytes -= prev.bytes;
       this.head.live_elements -= 1;
     }
-    this.elements.set(id, { ...prev, deleted: true, bytes: 0, locked: false, ...v });
+    const stamp = { version: v.version, version_nonce: v.version_nonce };
+    this.elements.set(id, { ...prev, deleted: true, bytes: 0, locked: false, ...stamp });
     const z = this.writes.get(id)?.z ?? '0';
-    this.writes.set(id, { id, page_id: prev.page_id, z, data: null, bytes: 0, deleted: true, seq, ...v });
+    this.writes.set(id, { id, page_id: prev.page_id, z, data: null, json: null, bytes: 0, deleted: true, seq: this.seq, ...stamp });
   }
-
-  private commit(op: BoardOp, seq: number): void {
-    const h = this.head;
-    switch (op.type) {
-      case 'element.add':
-      case 'element.update':
-        for (const el of op.elements) this.put(el, seq);
-        return;
-      case 'element.delete':
-        for (const t of op.elements) this.remove(t.id, seq, t);
-        return;
-      case 'page.add': {
-        const at = op.after_page_id ? h.pages.findIndex((p) => p.id === op.after_page_id) + 1 : h.pages.length;
-        h.pages = [...h.pages.slice(0, at), op.page, ...h.pages.slice(at)];
-        return;
-      }
-      case 'page.rename':
-        h.pages = h.pages.map((p) => (p.id === op.page_id ? { ...p, name: op.name } : p));
-        return;
-      case 'page.delete':
-        h.pages = h.pages.filter((p) => p.id !== op.page_id);
-        if (h.pinned_page_id === op.page_id) h.pinned_page_id = null;
-        // the page's elements get tombstones one version above what they had, so a stale
-        // write of one of them cannot bring it back, while its owner's next edit still can
-        for (const [id, e] of this.elements) if (e.page_id === op.page_id && !e.deleted) this.remove(id, seq, { version: e.version + 1, version_nonce: e.version_nonce });
-        return;
-      case 'page.reorder': {
-        const byId = new Map(h.pages.map((p) => [p.id, p]));
-        h.pages = op.page_ids.map((id) => byId.get(id)!);
-        return;
-      }
-      case 'page.pin':
-        h.pinned_page_id = op.page_id;
-        return;
-    }
-  }
-}
-
-/** Ids of the elements one operation names. */
-export function elementIdsOf(op: BoardOp): string[] {
-  return op.type === 'element.add' || op.type === 'element.update' || op.type === 'element.delete' ? op.elements.map((e) => e.id) : [];
 }
 
 /** Ids of the elements a batch names (the store loads their state first). */

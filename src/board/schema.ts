@@ -107,7 +107,6 @@ export const VectorSchema = z
 const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema] as const;
 export const ElementSchema = z.discriminatedUnion('type', shapes).meta({ id: 'BoardElement' });
 export type BoardElement = z.infer<typeof ElementSchema>;
-export type ElementType = BoardElement['type'];
 
 export const PageSchema = z
   .object({ id: IdSchema, name: z.string().trim().min(1).max(L.pageName) })
@@ -140,22 +139,6 @@ export const BoardOpSchema = z
   .discriminatedUnion('type', [ElementAddOp, ElementUpdateOp, ElementDeleteOp, PageAddOp, PageRenameOp, PageDeleteOp, PageReorderOp, PagePinOp])
   .meta({ id: 'BoardOperation' });
 export type BoardOp = z.infer<typeof BoardOpSchema>;
-export type BoardOpType = BoardOp['type'];
-
-/** The version stamp of an element write, live or tombstone. */
-export interface Versioned {
-  version: number;
-  version_nonce: number;
-}
-
-/**
- * Does write `a` win over the stored state `b`? The higher version wins; on a
- * tie the lower nonce, as in Excalidraw's reconcileElements
- * (shouldDiscardRemoteElement), so every replica picks the same one. Nothing
- * stored: `a` wins.
- */
-export const isNewer = (a: Versioned, b: Versioned | undefined): boolean =>
-  !b || a.version > b.version || (a.version === b.version && a.version_nonce < b.version_nonce);
 
 /** An operation as committed: its place in the lesson's order. */
 export interface SequencedOp {

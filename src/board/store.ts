@@ -238,7 +238,7 @@ async function writeElements(tx: Tx, writes: (ElementWrite & { lesson_id: string
       INSERT INTO board_elements (lesson_id, element_id, page_id, z, data, bytes, deleted, updated_seq, version, version_nonce)
       SELECT u.lesson_id, u.id, u.page_id, u.z, u.data::jsonb, u.bytes::int, u.deleted::boolean, u.seq::bigint, u.version::int, u.nonce::int
       FROM unnest(${chunk.map((w) => w.lesson_id)}::text[], ${chunk.map((w) => w.id)}::text[], ${chunk.map((w) => w.page_id)}::text[], ${chunk.map((w) => w.z)}::text[],
-                  ${chunk.map((w) => (w.data ? JSON.stringify(w.data) : null)) as string[]}::text[],
+                  ${chunk.map((w) => w.json) as string[]}::text[],
                   ${chunk.map((w) => String(w.bytes))}::text[], ${chunk.map((w) => String(w.deleted))}::text[],
                   ${chunk.map((w) => String(w.seq))}::text[], ${chunk.map((w) => String(w.version))}::text[], ${chunk.map((w) => String(w.version_nonce))}::text[])
         AS u(lesson_id, id, page_id, z, data, bytes, deleted, seq, version, nonce)

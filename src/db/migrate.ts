@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import postgres from 'postgres';
 import type { Logger } from '../logger.js';
+import { MIGRATION_LOCK } from './locks.js';
 
 
 /** The migrations folder, whether running from src/ (tsx) or dist/src/ (compiled). */
@@ -23,7 +24,7 @@ const DATABASE_EXISTS = new Set(['42P04', '23505']);
 const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03']);
 
 /** Creates the database named in `url` when it does not exist yet; several processes may call it at once. */
-export async function ensureDatabase(url: string): Promise<void> {
+async function ensureDatabase(url: string): Promise<void> {
   const u = new URL(url);
   const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
   const admin = new URL(url);
@@ -78,7 +79,7 @@ async function applyMigrations(url: string, log?: Logger): Promise<string[]> {
     for (const file of files) {
       const text = await readFile(path.join(dir, file), 'utf8');
       const ran = await sql.begin(async (tx) => {
-        await tx`SELECT pg_advisory_xact_lock(7243001)`;
+        await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
         await tx`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`;
         const [done] = await tx`SELECT 1 FROM schema_migrations WHERE name = ${file}`;
         if (done) return false;

@@ -1,3 +1,4 @@
+import { AUTH_CHANGED_CHANNEL } from '../db/channels.js';
 import type { Db } from '../db/index.js';
 import { newId, randomBase62, sha256 } from '../lib/crypto.js';
 import type { Partner } from './partners.js';
@@ -38,7 +39,6 @@ export async function revokeApiKey(db: Db, apiKey: string, at: Date): Promise<bo
  * (creation) notifies them through Postgres, and the notification is
  * delivered only if the change commits.
  */
-export const AUTH_CHANGED_CHANNEL = 'auth_changed';
 export async function notifyAuthChanged(db: Db, partnerId: string): Promise<void> {
   await db`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${partnerId})`;
 }

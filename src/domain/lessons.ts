@@ -1,3 +1,4 @@
+import { LESSON_ARCHIVED_CHANNEL } from '../db/channels.js';
 import type { Db } from '../db/index.js';
 import { isUniqueViolation } from '../db/index.js';
 import { Batcher } from '../lib/Batcher.js';
@@ -22,7 +23,7 @@ export interface Lesson {
   archived_at: Date | null;
 }
 
-export interface CreateLessonInput {
+interface CreateLessonInput {
   title: string;
   external_id?: string;
   mode?: LessonMode;
@@ -139,7 +140,7 @@ export async function archiveLesson(db: Db, partnerId: string, id: string, at: D
       UPDATE lessons SET archived_at = ${at}
       WHERE id = ${id} AND partner_id = ${partnerId} AND archived_at IS NULL
       RETURNING *)
-    SELECT archived.* FROM archived, pg_notify('lesson_archived', archived.id)`;
+    SELECT archived.* FROM archived, pg_notify(${LESSON_ARCHIVED_CHANNEL}, archived.id)`;
   if (lesson) return lesson;
   await getLiveLesson((p, i) => findLesson(db, p, i), partnerId, id); // throws 404 or 410
   throw Errors.archived();

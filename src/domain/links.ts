@@ -1,3 +1,4 @@
+import { LINK_ISSUED_CHANNEL } from '../db/channels.js';
 import type { Db } from '../db/index.js';
 import { hmacHex, newId, randomToken, sha256 } from '../lib/crypto.js';
 import { Errors } from '../errors.js';
@@ -6,7 +7,7 @@ import type { Partner } from './partners.js';
 
 export type Role = 'teacher' | 'student';
 
-export interface LinkInput {
+interface LinkInput {
   user: { id: string; name: string; role: Role };
   ttl_minutes: number;
 }
@@ -26,19 +27,8 @@ export function hashUserId(partner: Pick<Partner, 'user_hash_key'>, userId: stri
   return hmacHex(partner.user_hash_key, userId);
 }
 
-/**
- * Gateways LISTEN on this channel: a new link is announced (by its token's
- * hash, never the token) in the statement that stores it, so Postgres sends it
- * only if the insert commits, and always before the lesson's
- * `lesson_archived` (issueLink); a gateway can then admit
- * the link's first upgrade without a lookup (realtime/admission/Admission.ts).
- * The payload stays far below Postgres's 8,000 bytes (title 255, external_id
- * 128 and name 60 characters at most).
- */
-export const LINK_ISSUED_CHANNEL = 'link_issued';
-
 /** What LINK_ISSUED_CHANNEL carries: the token's sha256 (base64) and the link as a lookup resolves it. */
-export interface IssuedLinkNotice {
+interface IssuedLinkNotice {
   hash: string;
   link: ResolvedLink;
 }

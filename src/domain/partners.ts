@@ -6,6 +6,16 @@ import { notifyAuthChanged } from './apiKeys.js';
 
 export type Plan = 'full' | 'board_only';
 
+/**
+ * The board rate default: a second of a `board_only` lesson is billed at this
+ * share (percent) of a `full` one, unless the partner was created with another
+ * (`admin partner create --board-rate-percent`). Stated here only; repeated by
+ * the column default of partners.board_rate_percent
+ * (migrations/001_foundation.sql), which test/api/admin.test.ts checks against
+ * this value.
+ */
+export const DEFAULT_BOARD_RATE_PERCENT = 30;
+
 export interface Partner {
   id: string;
   name: string;
@@ -23,13 +33,8 @@ export async function createPartner(
 ): Promise<Partner> {
   const [p] = await db<Partner[]>`
     INSERT INTO partners (id, name, plan, board_rate_percent, user_hash_key)
-    VALUES (${newId('ptr')}, ${input.name}, ${input.plan ?? 'full'}, ${input.boardRatePercent ?? 30}, ${randomBytes(32)})
+    VALUES (${newId('ptr')}, ${input.name}, ${input.plan ?? 'full'}, ${input.boardRatePercent ?? DEFAULT_BOARD_RATE_PERCENT}, ${randomBytes(32)})
     RETURNING *`;
-  return p;
-}
-
-export async function getPartner(db: Db, id: string): Promise<Partner | undefined> {
-  const [p] = await db<Partner[]>`SELECT * FROM partners WHERE id = ${id}`;
   return p;
 }
 

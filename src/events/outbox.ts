@@ -1,6 +1,8 @@
+import { EVENTS_CHANNEL } from '../db/channels.js';
 import type { Db } from '../db/index.js';
+import { OUTBOX_PARTNER_LOCK_CLASS } from '../db/locks.js';
 
-/** Every event type of the spec (docs/events.md). */
+/** Every event type of the partner spec (the delivered bodies: src/api/webhookEvents.ts; delivery: docs/webhooks.md). */
 export type EventType =
   | 'lesson.started'
   | 'lesson.ended'
@@ -53,7 +55,7 @@ export async function recordEvent(
 export async function recordEvents(tx: Db, events: NewEvent[]): Promise<OutboxEvent[]> {
   if (events.length === 0) return [];
   const partners = [...new Set(events.map((e) => e.partnerId))].sort();
-  await tx`SELECT pg_advisory_xact_lock(7243002, hashtext(p)) FROM unnest(${partners}::text[]) WITH ORDINALITY AS x(p, n) ORDER BY n`;
+  await tx`SELECT pg_advisory_xact_lock(${OUTBOX_PARTNER_LOCK_CLASS}, hashtext(p)) FROM unnest(${partners}::text[]) WITH ORDINALITY AS x(p, n) ORDER BY n`;
   const rows = await tx<OutboxEvent[]>`
     INSERT INTO events (partner_id, type, data, created_at)
     SELECT p, t, d::jsonb, c FROM unnest(${events.map((e) => e.partnerId)}::text[], ${events.map((e) => e.type)}::text[],
@@ -63,6 +65,6 @@ export async function recordEvents(tx: Db, events: NewEvent[]): Promise<OutboxEv
     RETURNING id, partner_id, type, data, created_at`;
   rows.sort((a, b) => a.id - b.id);
   // NOTIFY is transactional: listeners hear it only if the transaction commits.
-  await tx`SELECT pg_notify('events_new', ${String(rows[rows.length - 1].id)})`;
+  await tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${String(rows[rows.length - 1].id)})`;
   return rows;
 }

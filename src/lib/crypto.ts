@@ -1,4 +1,4 @@
-import { createHmac, hash, randomBytes, randomFillSync, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, randomBytes, randomFillSync } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -45,8 +45,3 @@ export function hmacHex(key: Buffer | string, value: string): string {
   return createHmac('sha256', key).update(value, 'utf8').digest('hex');
 }
 
-export function constantTimeEqual(a: string, b: string): boolean {
-  const ab = Buffer.from(a);
-  const bb = Buffer.from(b);
-  return ab.length === bb.length && timingSafeEqual(ab, bb);
-}

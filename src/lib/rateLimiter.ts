@@ -65,7 +65,7 @@ return {grant, limit - total, 0, newest + period - now}
 
 type WindowRedis = { slidingWindowTake(log: string, meta: string, periodMs: number, limit: number, want: number, holdMs: number, now: string): Promise<number[]> };
 
-export interface RateDecision {
+interface RateDecision {
   allowed: boolean;
   remaining: number;
   /** ms until the next request would be allowed (0 when allowed) */

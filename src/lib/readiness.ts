@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.js';
 
-export interface Readiness {
+interface Readiness {
   ready: boolean;
   postgres: 'ok' | string;
   redis: 'ok' | string;

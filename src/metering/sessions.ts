@@ -1,4 +1,4 @@
-import type { Db, Sql } from '../db/index.js';
+import type { Sql } from '../db/index.js';
 import { recordEvent, recordEvents } from '../events/outbox.js';
 import { secondsToWholeMinutes } from '../domain/ledger.js';
 import { lockLessonOfSession } from './charge.js';
@@ -19,11 +19,6 @@ export interface Session {
 /** Percent of a second deducted per metered second: full lessons 100, board-only lessons the partner's rate. */
 export function ratePercentFor(mode: 'full' | 'board_only', boardRatePercent: number): number {
   return mode === 'full' ? 100 : boardRatePercent;
-}
-
-export async function getRunningSession(db: Db, lessonId: string): Promise<Session | undefined> {
-  const [s] = await db<Session[]>`SELECT * FROM sessions WHERE lesson_id = ${lessonId} AND ended_at IS NULL`;
-  return s;
 }
 
 export interface SessionStartInput {

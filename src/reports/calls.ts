@@ -17,7 +17,7 @@ export interface CallItem {
   cost_kopecks: number;
 }
 
-export interface CallsTotal {
+interface CallsTotal {
   count: number;
   seconds: number;
   charged_seconds: number;

@@ -11,7 +11,7 @@ export interface Period {
 }
 
 /** The default period is the last this many Moscow days, today included. */
-export const DEFAULT_PERIOD_DAYS = 30;
+const DEFAULT_PERIOD_DAYS = 30;
 
 const DAY_MS = 86_400_000;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -32,7 +32,7 @@ export function parseDay(s: string): Date | null {
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d ? date : null;
 }
 
-export function formatDay(d: Date): string {
+function formatDay(d: Date): string {
   return d.toISOString().slice(0, 10);
 }
 

@@ -8,7 +8,7 @@ import { prefetched } from './prefetch.js';
  * UsageItemSchema (src/api/presenters/usage.ts): Postgres joins each rollup
  * row's stored JSON head with its numbers (migrations/004_reports.sql, "why").
  */
-export interface UsageDay {
+interface UsageDay {
   day: string;
   /** UTF-8 JSON, passed through untouched: decoding and re-encoding ~22 MB a year costs CPU for nothing */
   itemsJson: Buffer;

@@ -1,8 +1,10 @@
 import postgres from 'postgres';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
+import { EVENTS_CHANNEL } from '../db/channels.js';
+import { DISPATCHER_LOCK_CLASS } from '../db/locks.js';
 import type { DeliveryResult, DispatcherMetrics } from '../metrics/dispatcher.js';
-import { claimDue, DISPATCHER_LOCK_CLASS, EVENTS_CHANNEL, nextState, recordResults, type AttemptResult, type ClaimedDelivery } from './queue.js';
+import { claimDue, nextState, recordResults, type AttemptResult, type ClaimedDelivery } from './queue.js';
 import { webhookRuntime, type WebhookRuntime } from './runtime.js';
 import { Sender } from './sender.js';
 
@@ -191,7 +193,7 @@ export class Dispatcher {
     const at = this.deps.clock.now();
     // Every line about this attempt names it: the event (also the X-Whiteboard-Delivery id the
     // partner sees), its round and attempt number, and the partner (never the URL's secret parts).
-    const log = this.log.child({ event_id: d.event_id, delivery: String(d.event_id), round: d.round, attempt, partner: d.partner_id });
+    const log = this.log.child({ event_id: d.event_id, delivery: String(d.event_id), round: d.round, attempt, partner_id: d.partner_id });
     const started = performance.now();
     let result: AttemptResult;
     let outcome: DeliveryResult;

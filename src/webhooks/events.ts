@@ -1,7 +1,7 @@
 import type { Db, Sql } from '../db/index.js';
 import { Errors } from '../errors.js';
 import { recordEvent } from '../events/outbox.js';
-import { EVENTS_CHANNEL } from './queue.js';
+import { EVENTS_CHANNEL } from '../db/channels.js';
 
 export type DeliveryState = 'pending' | 'delivered' | 'undelivered' | 'cancelled';
 

@@ -6,11 +6,7 @@ import type { Db, Sql } from '../db/index.js';
  * keeps up with thousands of deliveries a second.
  */
 
-/** Channel that recordEvent (src/events/outbox.ts) and redeliver notify after commit. */
-export const EVENTS_CHANNEL = 'events_new';
-
-/** First key of every dispatcher's liveness advisory lock; the second is its number. */
-export const DISPATCHER_LOCK_CLASS = 7243004;
+import { DISPATCHER_LOCK_CLASS } from '../db/locks.js';
 
 export interface ClaimedDelivery {
   event_id: number;

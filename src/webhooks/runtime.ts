@@ -6,11 +6,12 @@ import { SecretBox } from './secrets.js';
  * What the webhook code needs beyond Deps: the address policy (allow list and
  * DNS resolver), the secret box, and the TLS trust used by the sender.
  *
- * Two of them are replaceable for tests only, per Deps object, through
- * `setWebhookRuntime`: the resolver (so tests can make a name resolve to
- * anything, differently the second time, ...) and `ca` (so the sender trusts
- * the self-signed certificate of a loopback test receiver). Production code
- * never calls it: the system resolver and Node's default CA store are used.
+ * Production builds it from the config, once per Deps object: the system
+ * resolver and Node's default CA store. A test that needs its own resolver (a
+ * name that resolves to anything, differently the second time, ...) or `ca`
+ * (the self-signed certificate of a loopback receiver) builds the runtime it
+ * needs with buildWebhookRuntime and hands it over in its deps
+ * (`{ ...deps, webhookRuntime }`); nothing is replaced behind a deps object.
  */
 export interface WebhookRuntime {
   policy: AddressPolicy;
@@ -19,30 +20,27 @@ export interface WebhookRuntime {
   ca?: string | string[];
 }
 
-export interface RuntimeOverrides {
+export interface RuntimeOptions {
   resolve?: Resolver;
   ca?: string | string[];
 }
 
-const overrides = new WeakMap<object, RuntimeOverrides>();
+/** Deps that may carry a runtime built for them (tests); without one it is built from the config. */
+export type WebhookDeps = Pick<Deps, 'config'> & { webhookRuntime?: WebhookRuntime };
+
 const built = new WeakMap<object, WebhookRuntime>();
 
-/** Tests only: replaces the resolver and/or trusted CA for everything built on these deps. */
-export function setWebhookRuntime(deps: Deps, o: RuntimeOverrides): void {
-  overrides.set(deps, { ...overrides.get(deps), ...o });
-  built.delete(deps);
+export function buildWebhookRuntime(config: Deps['config'], o: RuntimeOptions = {}): WebhookRuntime {
+  return {
+    policy: { allowHosts: config.WEBHOOK_ALLOW_HOSTS, resolve: o.resolve ?? systemResolver },
+    secrets: new SecretBox(config.WEBHOOK_SECRET_KEYS),
+    ca: o.ca,
+  };
 }
 
-export function webhookRuntime(deps: Pick<Deps, 'config'>): WebhookRuntime {
+export function webhookRuntime(deps: WebhookDeps): WebhookRuntime {
+  if (deps.webhookRuntime) return deps.webhookRuntime;
   let rt = built.get(deps);
-  if (!rt) {
-    const o = overrides.get(deps) ?? {};
-    rt = {
-      policy: { allowHosts: deps.config.WEBHOOK_ALLOW_HOSTS, resolve: o.resolve ?? systemResolver },
-      secrets: new SecretBox(deps.config.WEBHOOK_SECRET_KEYS),
-      ca: o.ca,
-    };
-    built.set(deps, rt);
-  }
+  if (!rt) built.set(deps, (rt = buildWebhookRuntime(deps.config)));
   return rt;
 }

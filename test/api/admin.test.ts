@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_BOARD_RATE_PERCENT } from '../../src/domain/partners.js';
 import { testEnv } from '../helpers/deps.js';
 import { startTestApi } from '../helpers/api.js';
 
@@ -33,9 +34,16 @@ describe('admin CLI', () => {
     expect((await api.request('GET', '/balance', { key: api_key })).status).toBe(200);
   }, 60_000);
 
-  it('defaults to the full plan at 30 percent', async () => {
+  it('defaults to the full plan at the board rate default (30 percent)', async () => {
+    expect(DEFAULT_BOARD_RATE_PERCENT).toBe(30);
     const { api_key } = admin('partner', 'create', '--name', 'Defaults').json;
-    expect((await api.request('GET', '/balance', { key: api_key })).body).toMatchObject({ plan: 'full', board_rate_percent: 30 });
+    expect((await api.request('GET', '/balance', { key: api_key })).body).toMatchObject({ plan: 'full', board_rate_percent: DEFAULT_BOARD_RATE_PERCENT });
+  });
+
+  it('has the column default of partners.board_rate_percent mirror DEFAULT_BOARD_RATE_PERCENT', async () => {
+    const [col] = await api.deps.sql<{ column_default: string }[]>`
+      SELECT column_default FROM information_schema.columns WHERE table_name = 'partners' AND column_name = 'board_rate_percent'`;
+    expect(Number(col.column_default)).toBe(DEFAULT_BOARD_RATE_PERCENT);
   });
 
   it('prints usage to stderr and exits non-zero on wrong arguments, writing nothing to stdout', () => {

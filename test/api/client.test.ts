@@ -6,7 +6,7 @@ import { generateSchema, SCHEMA_FILE } from '../../clients/ts/generate.js';
 import { createLessonClient, parseWebhook } from '../../clients/ts/src/index.js';
 import { signatureHeader } from '../../src/webhooks/signing.js';
 import { partnerFactory } from '../helpers/factories.js';
-import { freePort } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
 import { startWebhookStack } from '../webhooks/helpers/stack.js';
 
 const run = promisify(execFile);

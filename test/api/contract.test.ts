@@ -11,7 +11,8 @@ import { BoardService } from '../../realtime/features/board/service.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { startReceiver } from '../webhooks/helpers/receiver.js';
-import { eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { startWebhookStack } from '../webhooks/helpers/stack.js';
 
 /**
  * The OpenAPI document is the contract: real responses of every route, and real

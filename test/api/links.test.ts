@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
 import { archiveLesson } from '../../src/domain/lessons.js';
-import { LINK_ISSUED_CHANNEL, resolveLinkToken } from '../../src/domain/links.js';
+import { LINK_ISSUED_CHANNEL } from '../../src/db/channels.js';
+import { resolveLinkToken } from '../../src/domain/links.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';

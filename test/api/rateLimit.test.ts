@@ -3,7 +3,8 @@ import { RateLimiter } from '../../src/lib/rateLimiter.js';
 import { startApi } from '../../src/server.js';
 import { fileDeps, makeDeps, ManualClock } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
-import { freePort, spawnService } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService } from '../helpers/process.js';
 
 const deps = fileDeps();
 

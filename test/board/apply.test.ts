@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { BoardWork, type BoardHead, type ElementState } from '../../src/board/apply.js';
 import { BoardOpError } from '../../src/board/errors.js';
 import { BOARD_LIMITS } from '../../src/board/limits.js';
-import { BoardOpSchema, isNewer, type BoardElement, type BoardOp } from '../../src/board/schema.js';
+import { isNewer, LiveBoard, partition, reduce, withoutSkipped } from '../../src/board/reducer.js';
+import { BoardOpSchema, type BoardElement, type BoardOp } from '../../src/board/schema.js';
 import { del, rect, stroke } from './factories.js';
 
 const teacher = { role: 'teacher' as const };
@@ -34,7 +35,7 @@ function refused(fn: () => unknown): string {
   throw new Error('operation was not refused');
 }
 
-describe('board rules (BoardWork)', () => {
+describe('board rules (BoardWork and the shared reducer)', () => {
   it('numbers applied operations 1, 2, 3 in the order they are applied', () => {
     const w = board();
     expect(w.apply({ type: 'element.add', elements: [rect('a')] }, student)?.seq).toBe(1);
@@ -98,9 +99,16 @@ describe('board rules (BoardWork)', () => {
       const finals = [0, 1, 2].map(() => {
         const order = [...writes].sort(() => rnd(3) - 1);
         const w = board();
-        w.apply({ type: 'element.add', elements: [rect('a', { version: 1, version_nonce: 1 })] }, student);
-        for (const x of order) w.apply(x.del ? { type: 'element.delete', elements: [{ id: x.id, version: x.version, version_nonce: x.version_nonce }] } : { type: 'element.update', elements: [x.el] }, student);
+        // the page's replica reduces what the server committed, in seq order: it must end with the server's element
+        const page = new LiveBoard(w.head.pages.map((p) => ({ ...p })));
+        const commit = (op: BoardOp) => {
+          const r = w.apply(op, student);
+          if (r) reduce(page, r.op);
+        };
+        commit({ type: 'element.add', elements: [rect('a', { version: 1, version_nonce: 1 })] });
+        for (const x of order) commit(x.del ? { type: 'element.delete', elements: [{ id: x.id, version: x.version, version_nonce: x.version_nonce }] } : { type: 'element.update', elements: [x.el] });
         const out = w.writes.get('a')!;
+        expect(page.elements.get('a') ?? null, `round ${round}: page and server`).toEqual(out.data);
         return JSON.stringify({ deleted: out.deleted, version: out.version, nonce: out.version_nonce, x: out.data?.x });
       });
       expect(new Set(finals).size, `round ${round}: ${finals.join(' / ')}`).toBe(1);
@@ -190,6 +198,40 @@ describe('board rules (BoardWork)', () => {
     expect(refused(() => full.apply({ type: 'element.add', elements: [rect('a')] }, student))).toBe('board_full');
     const pages = board({ pages: Array.from({ length: BOARD_LIMITS.pages }, (_, i) => ({ id: `p${i}`, name: 'p' })) });
     expect(refused(() => pages.apply({ type: 'page.add', page: { id: 'x', name: 'x' }, after_page_id: null }, teacher))).toBe('board_full');
+  });
+
+  it('gives the page the server\'s board: the page replica reduces committed operations, pages included, to the same state', () => {
+    const w = board();
+    const page = new LiveBoard(w.head.pages.map((p) => ({ ...p })));
+    const ops: BoardOp[] = [
+      { type: 'element.add', elements: [rect('a'), rect('b', { page_id: 'page-2' }), rect('c', { page_id: 'page-2' })] },
+      { type: 'page.add', page: { id: 'p3', name: 'Three' }, after_page_id: 'page-1' },
+      { type: 'page.rename', page_id: 'p3', name: 'Graphs' },
+      { type: 'page.pin', page_id: 'page-2' },
+      { type: 'element.update', elements: [rect('a', { version: 2, x: 3 }), rect('b', { version: 1, version_nonce: 99 })] },
+      { type: 'page.reorder', page_ids: ['page-2', 'p3', 'page-1'] },
+      { type: 'page.delete', page_id: 'page-2' },
+    ];
+    for (const op of ops) {
+      const r = w.apply(op, teacher);
+      if (r) reduce(page, r.op);
+    }
+    expect(page.pages).toEqual(w.head.pages);
+    expect(page.pinned_page_id).toBe(w.head.pinned_page_id);
+    expect([...page.elements.keys()]).toEqual(['a']);
+    expect(page.elements.get('a')).toEqual(w.writes.get('a')!.data);
+    // the page's elements were tombstoned one version up on the server
+    expect(w.writes.get('b')).toMatchObject({ deleted: true, version: 2 });
+  });
+
+  it('finds the writes that lose in the same pass that keeps the winners (skipped), and the sender drops them', () => {
+    const stamps = new Map([['a', { page_id: 'page-1', version: 3, version_nonce: 5 }], ['gone', { page_id: 'page-1', version: 4, version_nonce: 1, deleted: true }]]);
+    const op: BoardOp = { type: 'element.update', elements: [rect('a', { version: 3, version_nonce: 9 }), rect('b'), rect('gone', { version: 4, version_nonce: 2 })] };
+    const r = partition(op, (id) => stamps.get(id));
+    expect(r?.skipped).toEqual(['a', 'gone']);
+    expect(r?.op).toEqual({ type: 'element.update', elements: [rect('b')] });
+    expect(partition({ type: 'element.delete', elements: [del('never', 9)] }, () => undefined)).toBeNull();
+    expect(withoutSkipped(op, ['a', 'gone'])).toEqual(r?.op);
   });
 
   it('validates operations with one schema per type: size limits, unknown fields, bad values', () => {

@@ -3,7 +3,8 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { migrate, migrationsDir } from '../../src/db/migrate.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { freePort, spawnService } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService } from '../helpers/process.js';
 
 /**
  * Issue 13, point 3: several processes starting together on a database that

@@ -1,10 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/index.js';
 import { recordEvent } from '../../src/events/outbox.js';
-import { DISPATCHER_LOCK_CLASS } from '../../src/webhooks/queue.js';
-import { freePort, spawnService, type ServiceProcess } from '../helpers/process.js';
+import { DISPATCHER_LOCK_CLASS } from '../../src/db/locks.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService, type ServiceProcess } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
-import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, deliveryOf, startWebhookStack } from '../webhooks/helpers/stack.js';
 
 /**
  * Issue 13, point 2: losing a dispatcher's lock or its connections never turns
@@ -91,7 +93,7 @@ describe('dispatcher under connection loss', () => {
     await eventually(async () => {
       const [r] = await driver<{ n: number }[]>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE event_id IN ${driver(ids)} AND state = 'delivered'`;
       return r.n === ids.length;
-    }, 30_000, 100);
+    }, 'every event delivered', 30_000, 100);
     await new Promise((r) => setTimeout(r, 500));
     const mine = rx.requests.map((r) => Number(r.headers['x-whiteboard-delivery'])).filter((id) => ids.includes(id));
     const perEvent = new Map<number, number>();

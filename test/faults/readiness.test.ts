@@ -1,7 +1,8 @@
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../../bench/chaos/cluster.js';
-import { freePort, spawnService } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService } from '../helpers/process.js';
 import { isolatedDatabase } from '../webhooks/helpers/stack.js';
 
 /**

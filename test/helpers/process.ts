@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { afterAll } from 'vitest';
 import { testEnv } from './deps.js';
 
@@ -19,18 +18,6 @@ async function killAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   child.kill(signal);
   await exited;
-}
-
-/** A free TCP port on loopback. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
 }
 
 export interface ServiceProcess {

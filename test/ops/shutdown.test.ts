@@ -93,7 +93,7 @@ describe('graceful exit', () => {
     expect(left).toMatchObject({ state: 'pending', attempts: 0, claimed_by: null });
     // its log lines name the event, the delivery id the partner sees, the round and the attempt
     const lines = d.output().split('\n').filter((l) => l.includes('"msg":"delivered"')).map((l) => JSON.parse(l));
-    expect(lines).toEqual([expect.objectContaining({ component: 'dispatcher', event_id: Number(e1.id), delivery: String(e1.id), round: 1, attempt: 1, partner: p.partner.id })]);
+    expect(lines).toEqual([expect.objectContaining({ component: 'dispatcher', event_id: Number(e1.id), delivery: String(e1.id), round: 1, attempt: 1, partner_id: p.partner.id })]);
     expect(d.output()).toContain('finishing deliveries in flight');
   }, 180_000);
 });

@@ -5,7 +5,8 @@ import { eventsOf } from '../helpers/lessons.js';
 import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from './helpers/isolation.js';
-import { eventually, spawnGateway, spawnRedis } from './helpers/processes.js';
+import { eventually } from '../helpers/wait.js';
+import { spawnGateway, spawnRedis } from './helpers/processes.js';
 
 /**
  * Faults with real processes: a Redis of our own (started and killed here,

@@ -5,7 +5,8 @@ import { eventsOf } from '../helpers/lessons.js';
 import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from './helpers/isolation.js';
-import { eventually, spawnGateway } from './helpers/processes.js';
+import { eventually } from '../helpers/wait.js';
+import { spawnGateway } from './helpers/processes.js';
 
 /**
  * Two real gateway processes (src/main.ts, ROLES=gateway) on one database and

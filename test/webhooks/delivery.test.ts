@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
 import { USER_AGENT } from '../../src/webhooks/signing.js';
 import { answer, startReceiver } from './helpers/receiver.js';
-import { attemptsOf, deliveryOf, eventually, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, deliveryOf, startWebhookStack } from './helpers/stack.js';
 
 const stack = await startWebhookStack();
 const dispatcher = await stack.dispatcher();

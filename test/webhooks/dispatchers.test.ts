@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { freePort, spawnService } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService } from '../helpers/process.js';
 import { answer, startReceiver } from './helpers/receiver.js';
-import { attemptsOf, deliveryOf, eventually, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, deliveryOf, startWebhookStack } from './helpers/stack.js';
 
 describe('several dispatchers on one database', () => {
   it('two dispatchers at once share the work and send every event exactly once', async () => {

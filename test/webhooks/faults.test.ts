@@ -3,9 +3,10 @@ import type { ServerResponse } from 'node:http';
 import { ManualClock } from '../../src/lib/clock.js';
 import { MAX_RESPONSE_BYTES } from '../../src/webhooks/sender.js';
 import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
-import { freePort } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
 import { answer, startReceiver, type Behaviour } from './helpers/receiver.js';
-import { attemptsOf, deliveryOf, eventually, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, deliveryOf, startWebhookStack } from './helpers/stack.js';
 
 /** Fault injection against real loopback receivers; attempts are limited to 600 ms in total. */
 const TIMEOUT_MS = 600;

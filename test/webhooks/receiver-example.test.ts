@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { signatureHeader } from '../../src/webhooks/signing.js';
-import { freePort } from '../helpers/process.js';
-import { attemptsOf, eventually, startWebhookStack } from './helpers/stack.js';
+import { freePort } from '../helpers/net.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, startWebhookStack } from './helpers/stack.js';
 
 /** The receiver example of the README, exactly as printed there. */
 const readme = readFileSync(path.join(import.meta.dirname, '../../README.md'), 'utf8');

@@ -3,7 +3,8 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
 import { answer, startReceiver } from './helpers/receiver.js';
-import { attemptsOf, deliveryOf, eventually, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, deliveryOf, startWebhookStack } from './helpers/stack.js';
 
 const clock = new ManualClock(Date.now());
 const stack = await startWebhookStack({ clock });

@@ -7,14 +7,15 @@ import { recordEvent } from '../../src/events/outbox.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startApi } from '../../src/server.js';
 import { startDispatcher } from '../../src/webhooks/index.js';
-import { setWebhookRuntime } from '../../src/webhooks/runtime.js';
+import { buildWebhookRuntime } from '../../src/webhooks/runtime.js';
 import { SecretBox } from '../../src/webhooks/secrets.js';
 import { verifyWebhookSignature } from '../../src/webhooks/verify.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { answer, startReceiver } from './helpers/receiver.js';
 import { testCa } from './helpers/tls.js';
-import { deliveryOf, eventually, loopbackResolver, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { deliveryOf, loopbackResolver, startWebhookStack } from './helpers/stack.js';
 
 const clock = new ManualClock(Date.now());
 const stack = await startWebhookStack({ clock });
@@ -279,7 +280,7 @@ describe('POST /events/{id}/redeliver and GET /webhook/deliveries', () => {
       clock.advance(13 * 3600_000); // past any retry delay of the schedule
       dispatcher.wake();
       return (await deliveryOf(stack.sql, ev.id)).state === 'undelivered';
-    }, 20_000, 100);
+    }, 'the delivery undelivered', 20_000, 100);
     expect(rx.requests).toHaveLength(9);
     const re = await api.request('POST', `/events/${ev.id}/redeliver`, { key: p.apiKey });
     expect(re.body.delivery).toMatchObject({ state: 'pending', attempts: 0 });
@@ -338,8 +339,7 @@ describe('OpenAPI and secrecy', () => {
     const lines: string[] = [];
     const sink = new Writable({ write(c, _e, cb) { lines.push(String(c)); cb(); } });
     const base = makeDeps({ env: { ...stack.env, LOG_LEVEL: 'trace' } });
-    const deps = { ...base, log: pino({ level: 'trace' }, sink) };
-    setWebhookRuntime(deps, { resolve: loopbackResolver, ca: testCa() });
+    const deps = { ...base, log: pino({ level: 'trace' }, sink), webhookRuntime: buildWebhookRuntime(base.config, { resolve: loopbackResolver, ca: testCa() }) };
     const server = await startApi(deps, 0);
     const d = await startDispatcher(deps);
     const rx = await startReceiver({ behaviour: (_r, res, n) => res.writeHead(n === 0 ? 500 : 200).end() });

@@ -3,11 +3,12 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { AddressRejected, checkWebhookUrl, type Resolver } from '../../src/webhooks/address.js';
 import { startDispatcher } from '../../src/webhooks/index.js';
-import { setWebhookRuntime } from '../../src/webhooks/runtime.js';
+import { buildWebhookRuntime } from '../../src/webhooks/runtime.js';
 import { makeDeps } from '../helpers/deps.js';
 import { leafCert, testCa } from './helpers/tls.js';
 import { startReceiver } from './helpers/receiver.js';
-import { attemptsOf, eventually, loopbackResolver, startWebhookStack } from './helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, loopbackResolver, startWebhookStack } from './helpers/stack.js';
 
 /** DNS of the SSRF table. */
 const DNS: Record<string, string[]> = {
@@ -223,8 +224,7 @@ describe('WEBHOOK_ALLOW_HOSTS warning', () => {
     const sink = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
     for (const allow of ['127.0.0.1', '']) {
       const base = makeDeps({ env: { ...stack.env, WEBHOOK_ALLOW_HOSTS: allow } });
-      const deps = { ...base, log: pino({ level: 'info' }, sink) };
-      setWebhookRuntime(deps, { ca: testCa() });
+      const deps = { ...base, log: pino({ level: 'info' }, sink), webhookRuntime: buildWebhookRuntime(base.config, { ca: testCa() }) };
       const d = await startDispatcher(deps);
       await d.close();
       await base.close();

@@ -65,7 +65,7 @@ export async function idempotent(ctx: ApiContext, rawBody: unknown, run: () => P
   } finally {
     // The handler may have written (a 500 after a commit): its outcome is kept, so a retry never runs it twice.
     await (response ? saveResponse(deps.sql, partnerId, key, response) : releaseKey(deps.sql, partnerId, key)).catch((err) =>
-      deps.log.warn({ err: String(err), requestId: ctx.state.requestId }, 'idempotency key: could not record the outcome'),
+      deps.log.warn({ err: String(err), request_id: ctx.state.requestId }, 'idempotency key: could not record the outcome'),
     );
   }
 }

@@ -25,11 +25,11 @@ export async function errorHandler(ctx: ApiContext, next: Next): Promise<void> {
     }
     const log = ctx.state.deps?.log;
     if (err instanceof ClientClosedRequest) {
-      log?.info({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'client closed the request before its body arrived');
+      log?.info({ request_id: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'client closed the request before its body arrived');
       ctx.status = CLIENT_CLOSED;
       return;
     }
-    log?.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
+    log?.error({ err, request_id: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
     ctx.status = 500;
     ctx.body = INTERNAL_ERROR_BODY;
   }

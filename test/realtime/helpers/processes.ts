@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { testEnv } from '../../helpers/deps.js';
+import { freePort } from '../../helpers/net.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const children = new Set<ChildProcess>();
@@ -90,17 +91,6 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
 /** A redis-server of our own (never the shared one), killed after the file. */
 export async function spawnRedis(port?: number): Promise<{ port: number; url: string; kill(): Promise<void> }> {
   const p = port ?? (await freePort());
@@ -131,13 +121,3 @@ export async function spawnRedis(port?: number): Promise<{ port: number; url: st
   };
 }
 
-/** Polls until `fn` returns a truthy value or the time is up. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false | null>, what: string, timeoutMs = 10_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}

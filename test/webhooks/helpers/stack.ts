@@ -8,7 +8,7 @@ import type { Clock } from '../../../src/lib/clock.js';
 import { randomBase62 } from '../../../src/lib/crypto.js';
 import type { Resolver } from '../../../src/webhooks/address.js';
 import { startDispatcher } from '../../../src/webhooks/index.js';
-import { setWebhookRuntime } from '../../../src/webhooks/runtime.js';
+import { buildWebhookRuntime } from '../../../src/webhooks/runtime.js';
 import { startApi } from '../../../src/server.js';
 import { PREFIX, type ApiResponse } from '../../helpers/api.js';
 import { makeDeps } from '../../helpers/deps.js';
@@ -61,8 +61,9 @@ export async function isolatedDatabase(): Promise<string> {
 }
 
 /** A real partner API on a free loopback port (like test/helpers/api.ts, with cleanup that also runs for stacks made inside tests). */
-async function startStackApi(env: Record<string, string>, clock?: Clock) {
-  const deps = makeDeps({ env, clock });
+async function startStackApi(env: Record<string, string>, resolve: Resolver, clock?: Clock) {
+  const base = makeDeps({ env, clock });
+  const deps = { ...base, webhookRuntime: buildWebhookRuntime(base.config, { resolve, ca: testCa() }) };
   const api = await startApi(deps, 0);
   cleanups.push(async () => {
     await api.close();
@@ -116,13 +117,12 @@ export async function startWebhookStack(opts: StackOptions = {}) {
     ...opts.env,
   };
   const resolve = opts.resolve ?? loopbackResolver;
-  const api = await startStackApi(env, opts.clock);
-  setWebhookRuntime(api.deps, { resolve, ca: testCa() });
+  const api = await startStackApi(env, resolve, opts.clock);
 
   /** A dispatcher with deps of its own (its own pool and connections, like another process). */
   async function dispatcher(o: { env?: Record<string, string>; clock?: Clock; resolve?: Resolver; ca?: string | string[] } = {}) {
-    const deps = makeDeps({ env: { ...env, ...o.env }, clock: o.clock ?? opts.clock });
-    setWebhookRuntime(deps, { resolve: o.resolve ?? resolve, ca: 'ca' in o ? o.ca : testCa() });
+    const base = makeDeps({ env: { ...env, ...o.env }, clock: o.clock ?? opts.clock });
+    const deps = { ...base, webhookRuntime: buildWebhookRuntime(base.config, { resolve: o.resolve ?? resolve, ca: 'ca' in o ? o.ca : testCa() }) };
     const d = await startDispatcher(deps);
     let closed = false;
     const close = async () => {
@@ -149,17 +149,6 @@ export async function startWebhookStack(opts: StackOptions = {}) {
   }
 
   return { api, env, databaseUrl, dispatcher, partnerWithWebhook, record, sql: api.deps.sql as Deps['sql'] };
-}
-
-/** Polls `fn` until it returns a truthy value (bounded). */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, ms = 10_000, every = 25): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, every));
-  }
 }
 
 export async function deliveryOf(sql: Deps['sql'], eventId: number) {

@@ -7,7 +7,7 @@ const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
 /**
  * Page tabs. Everyone can add and rename pages (double-click or F2); a teacher can also delete
  * pages and pin one (everyone is moved to it, students cannot leave it).
- * The server enforces the same rules (src/board/apply.ts).
+ * The server enforces the same rules (src/board/apply.ts; both sides apply operations with src/board/reducer.ts).
  */
 export function PageBar(props: { view: SyncView; role: 'teacher' | 'student'; locked: boolean; goTo: (id: string) => void; submit: (op: BoardOp) => void }) {
   const { view, role } = props;

@@ -1,4 +1,5 @@
-import { isNewer, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
+import { isNewer, LiveBoard, reduce, withoutSkipped } from '../../../src/board/reducer.js';
+import { DEFAULT_PAGES, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
 import type { ServerMessage } from '../../../src/board/protocol.js';
 import { fromExcalidraw, isSyncable, toExcalidraw, type ExEl } from './convert.js';
 import { byteLength, fitElement, FRAME_OVERHEAD } from './fit.js';
@@ -70,7 +71,7 @@ const changeOf = (c: Change) => (c.kind === 'put' ? c.el : c.t);
  * Keeps the editor and the server's board in step, the way Excalidraw's own
  * collaboration does (docs/board-protocol.md, "Client rules"):
  *
- * - `confirmed` is the board as the server ordered it, up to `seq` (live
+ * - `board` is the board as the server ordered it, up to `seq` (live
  *   elements of every page). The server applies a write only when it is newer
  *   (version, then the lower nonce), so applying its operations in seq order
  *   keeps this equal to the server's board.
@@ -80,13 +81,14 @@ const changeOf = (c: Change) => (c.kind === 'put' ? c.el : c.t);
  *   takes the versions the editor ends with, so the editor's own housekeeping
  *   during that update (index repair, version bumps) is never taken for an edit.
  * - `mine` holds my changes until they are acknowledged: the editor shows them
- *   over `confirmed` while they are newer, and after a reconnect they are sent
+ *   over `board` while they are newer, and after a reconnect they are sent
  *   again (a resend of the same version is not newer: the server skips it).
  * - Only the current page is in the editor's scene; other pages live in
- *   `confirmed` only, so pages never share an index space.
+ *   `board` only, so pages never share an index space.
  */
 export class BoardSync {
-  private confirmed = new Map<string, BoardElement>();
+  /** the board as the server committed it, kept by the board's one reducer (src/board/reducer.ts) */
+  private board = new LiveBoard(DEFAULT_PAGES.map((p) => ({ ...p })));
   private seen = new Map<string, number>();
   /** the stamp of the element each scene element was last rendered from (or detected as) */
   private from = new Map<string, string>();
@@ -94,8 +96,6 @@ export class BoardSync {
   private outbox = new Map<string, Change>();
   private inflight = new Map<string, { op: BoardOp; changes: Change[] }>();
   private seq = 0;
-  private pages: BoardPage[] = [{ id: 'page-1', name: 'Page 1' }];
-  private pinned: string | null = null;
   private page = 'page-1';
   private syncing = false;
   private online = false;
@@ -110,7 +110,7 @@ export class BoardSync {
   constructor(private readonly host: SyncHost) {}
 
   view(): SyncView {
-    return { pages: this.pages, pinned: this.pinned, page: this.page, seq: this.seq };
+    return { pages: this.board.pages, pinned: this.board.pinned_page_id, page: this.page, seq: this.seq };
   }
 
   // ---- connection ----
@@ -149,15 +149,15 @@ export class BoardSync {
       this.requestSync();
       return;
     }
-    if (msg.full) this.confirmed.clear();
-    for (const id of msg.deleted_ids) this.confirmed.delete(id);
-    for (const el of msg.elements) this.confirmed.set(el.id, el);
+    if (msg.full) this.board.elements.clear();
+    for (const id of msg.deleted_ids) this.board.elements.delete(id);
+    for (const el of msg.elements) this.board.elements.set(el.id, el);
     this.seq = msg.seq;
-    this.pages = msg.pages;
-    this.pinned = msg.pinned_page_id;
+    this.board.pages = msg.pages;
+    this.board.pinned_page_id = msg.pinned_page_id;
     const first = !this.loaded;
     this.loaded = true;
-    if (!this.pages.some((p) => p.id === this.page)) this.page = this.pages[0].id;
+    if (!this.board.pages.some((p) => p.id === this.page)) this.page = this.board.pages[0].id;
     this.followPin();
     this.render(first);
     this.host.changed(this.view());
@@ -188,7 +188,7 @@ export class BoardSync {
       if (seq !== this.seq + 1) this.requestSync();
       else {
         this.seq = seq;
-        if (sent) this.applyConfirmed(withoutSkipped(sent.op, new Set(skipped)));
+        if (sent) this.applyConfirmed(withoutSkipped(sent.op, skipped));
       }
     }
     if (sent) for (const c of sent.changes) this.settle(c);
@@ -228,11 +228,11 @@ export class BoardSync {
       this.from.set(ex.id, exStamp(ex));
       const mine = this.mine.get(ex.id);
       if (ex.isDeleted) {
-        if (mine?.kind === 'put' && this.outbox.get(ex.id) === mine && !this.confirmed.has(ex.id) && !this.inInflight(ex.id)) {
+        if (mine?.kind === 'put' && this.outbox.get(ex.id) === mine && !this.board.elements.has(ex.id) && !this.inInflight(ex.id)) {
           // drawn and erased before it was sent: nobody else ever had it
           this.mine.delete(ex.id);
           this.outbox.delete(ex.id);
-        } else if (this.confirmed.has(ex.id) || mine) {
+        } else if (this.board.elements.has(ex.id) || mine) {
           this.record({ kind: 'del', t: { id: ex.id, version: ex.version, version_nonce: ex.versionNonce }, page: this.page });
         }
         continue;
@@ -240,7 +240,7 @@ export class BoardSync {
       const el = fromExcalidraw(ex, this.page);
       if (!el) continue;
       // a version bump that changed nothing (e.g. the editor finishing a stroke it already has) is not sent
-      const last = mine ? (mine.kind === 'put' ? mine.el : null) : this.confirmed.get(el.id);
+      const last = mine ? (mine.kind === 'put' ? mine.el : null) : this.board.elements.get(el.id);
       if (last && content(last) === content(el)) {
         this.from.set(ex.id, stamp(last)); // the scene object shows that write: keep it on screen as is
         continue;
@@ -274,7 +274,7 @@ export class BoardSync {
     const deletes: Change[] = [];
     for (const c of this.outbox.values()) {
       if (c.kind === 'del') deletes.push(c);
-      else if (c.el.id !== held) (this.confirmed.has(c.el.id) ? updates : adds).push(c);
+      else if (c.el.id !== held) (this.board.elements.has(c.el.id) ? updates : adds).push(c);
     }
     const keep = held ? this.outbox.get(held) : undefined;
     this.outbox.clear();
@@ -320,7 +320,7 @@ export class BoardSync {
     if (msg.from === 0 && msg.head) l = { el: { ...msg.head, points: msg.points } as Freehand, at: 0 };
     else if (l && msg.from <= l.el.points.length) l = { el: { ...l.el, points: [...l.el.points.slice(0, msg.from), ...msg.points] }, at: 0 };
     else return; // joined in the middle of it: the commit will show it
-    const conf = this.confirmed.get(msg.id);
+    const conf = this.board.elements.get(msg.id);
     if (conf?.type === 'freehand' && conf.points.length >= l.el.points.length) return;
     l.at = this.host.now();
     this.live.set(msg.id, l);
@@ -347,11 +347,11 @@ export class BoardSync {
   }
 
   goTo(pageId: string): void {
-    if (this.host.role === 'student' && this.pinned && pageId !== this.pinned) {
+    if (this.host.role === 'student' && this.board.pinned_page_id && pageId !== this.board.pinned_page_id) {
       this.host.notify('The teacher pinned a page: everyone stays on it for now.');
       return;
     }
-    if (!this.pages.some((p) => p.id === pageId) || pageId === this.page) return;
+    if (!this.board.pages.some((p) => p.id === pageId) || pageId === this.page) return;
     this.flushLocal();
     this.page = pageId;
     this.render(true);
@@ -391,47 +391,23 @@ export class BoardSync {
   }
 
   private followPin(): void {
-    if (this.pinned && this.host.role === 'student' && this.page !== this.pinned) this.page = this.pinned;
+    if (this.board.pinned_page_id && this.host.role === 'student' && this.page !== this.board.pinned_page_id) this.page = this.board.pinned_page_id;
   }
 
+  /** A committed operation: the shared reducer applies it to `board`; what it means for this screen follows. */
   private applyConfirmed(op: BoardOp): void {
-    switch (op.type) {
-      case 'element.add':
-      case 'element.update':
-        for (const el of op.elements) {
-          this.confirmed.set(el.id, el);
-          const l = this.live.get(el.id);
-          if (l && (el.type !== 'freehand' || el.points.length >= l.el.points.length)) this.live.delete(el.id);
-        }
-        return;
-      case 'element.delete':
-        for (const t of op.elements) {
-          this.confirmed.delete(t.id);
-          this.live.delete(t.id);
-        }
-        return;
-      case 'page.add': {
-        const at = op.after_page_id ? this.pages.findIndex((p) => p.id === op.after_page_id) + 1 : this.pages.length;
-        this.pages = [...this.pages.slice(0, at), op.page, ...this.pages.slice(at)];
-        return;
+    const applied = reduce(this.board, op);
+    if (!applied) return;
+    const done = applied.op;
+    if (done.type === 'element.add' || done.type === 'element.update') {
+      for (const el of done.elements) {
+        const l = this.live.get(el.id);
+        if (l && (el.type !== 'freehand' || el.points.length >= l.el.points.length)) this.live.delete(el.id);
       }
-      case 'page.rename':
-        this.pages = this.pages.map((p) => (p.id === op.page_id ? { ...p, name: op.name } : p));
-        return;
-      case 'page.delete':
-        this.pages = this.pages.filter((p) => p.id !== op.page_id);
-        for (const [id, el] of this.confirmed) if (el.page_id === op.page_id) this.confirmed.delete(id);
-        if (this.pinned === op.page_id) this.pinned = null;
-        if (this.page === op.page_id) this.page = this.pages[0].id;
-        return;
-      case 'page.reorder': {
-        const byId = new Map(this.pages.map((p) => [p.id, p]));
-        this.pages = op.page_ids.map((id) => byId.get(id)!).filter(Boolean);
-        return;
-      }
-      case 'page.pin':
-        this.pinned = op.page_id;
-        return;
+    } else if (done.type === 'element.delete') {
+      for (const t of done.elements) this.live.delete(t.id);
+    } else if (done.type === 'page.delete' && this.page === done.page_id) {
+      this.page = this.board.pages[0].id;
     }
   }
 
@@ -449,7 +425,7 @@ export class BoardSync {
     const fresh = new Set<string>();
     let changed = pageChanged;
     const wanted = new Map<string, { el: BoardElement | null; tomb?: Tombstone; stamp: string }>();
-    for (const el of this.confirmed.values()) if (el.page_id === this.page) wanted.set(el.id, { el, stamp: stamp(el) });
+    for (const el of this.board.elements.values()) if (el.page_id === this.page) wanted.set(el.id, { el, stamp: stamp(el) });
     const now = this.host.now();
     for (const [id, l] of this.live) {
       if (now - l.at > LIVE_TTL_MS) this.live.delete(id);
@@ -457,7 +433,7 @@ export class BoardSync {
     }
     for (const c of this.mine.values()) {
       const id = changeOf(c).id;
-      const conf = this.confirmed.get(id);
+      const conf = this.board.elements.get(id);
       if (c.kind === 'put') {
         if (c.el.page_id === this.page && !(conf && isNewer(conf, c.el))) wanted.set(id, { el: c.el, stamp: stamp(c.el) });
       } else if (c.page === this.page && !(conf && isNewer(conf, c.t))) {
@@ -501,11 +477,4 @@ export class BoardSync {
     // whatever the editor did to them while taking them in is not a person's edit
     for (const ex of this.host.scene()) this.seen.set(ex.id, ex.version);
   }
-}
-
-function withoutSkipped(op: BoardOp, skipped: Set<string>): BoardOp {
-  if (!skipped.size) return op;
-  if (op.type === 'element.add' || op.type === 'element.update') return { ...op, elements: op.elements.filter((e) => !skipped.has(e.id)) };
-  if (op.type === 'element.delete') return { ...op, elements: op.elements.filter((e) => !skipped.has(e.id)) };
-  return op;
 }

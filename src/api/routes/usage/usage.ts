@@ -28,7 +28,7 @@ export const usageRoutes = [
       // When the body is compressed, koa-compress pipes it with .pipe(), which does not pass the error on:
       // the socket is destroyed here so a failure never ends in a complete-looking response.
       body.on('error', (err) => {
-        deps.log.error({ component: 'reports', err, requestId: ctx.state.requestId }, 'usage report aborted');
+        deps.log.error({ component: 'reports', err, request_id: ctx.state.requestId }, 'usage report aborted');
         ctx.res.destroy();
       });
       ctx.type = 'application/json';
