@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ServerMessages, WelcomeExtras } from '../../src/board/protocol.js';
+import { ServerMessages, WelcomeExtras } from '../../realtime/protocol/serverMessages.js';
 import { BoardService } from '../../src/board/service.js';
 import { makeDeps } from '../helpers/deps.js';
 import { TestClient, join, type Received } from '../realtime/helpers/client.js';

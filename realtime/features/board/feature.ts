@@ -1,5 +1,5 @@
 import { BoardOpError } from '../../../src/board/errors.js';
-import { ClientMessages } from '../../../src/board/protocol.js';
+import { ClientMessages } from '../../protocol/clientMessages.js';
 import type { GatewayFeature } from '../../features.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 import { TokenBucket } from '../../lib/TokenBucket.js';

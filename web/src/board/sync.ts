@@ -1,5 +1,5 @@
 import { isNewer, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
-import type { ServerMessage } from '../../../src/board/protocol.js';
+import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import { fromExcalidraw, isSyncable, toExcalidraw, type ExEl } from './convert.js';
 import { byteLength, fitElement, FRAME_OVERHEAD } from './fit.js';
 
