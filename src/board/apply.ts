@@ -1,10 +1,11 @@
 import { boardError } from './errors.js';
 import { BOARD_LIMITS as L, textSurcharge } from './limits.js';
 import { isNewer, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from './schema.js';
+import type { Role } from '../domain/enums.js';
 
 /** Who sends an operation: the rules differ for teachers and students. */
 export interface Actor {
-  role: 'teacher' | 'student';
+  role: Role;
 }
 
 /** The board row: everything but the elements. */
