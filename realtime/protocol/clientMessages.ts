@@ -82,7 +82,6 @@ export const ClientMessages = {
 export type ClientMessageType = keyof typeof ClientMessages;
 /** What the page sends: the schemas' input types (defaults such as teacher.mute's `camera` may be left out). */
 export type ClientMessage = { [K in ClientMessageType]: z.input<(typeof ClientMessages)[K]> }[ClientMessageType];
-export type ClientMessageOf<K extends ClientMessageType> = z.infer<(typeof ClientMessages)[K]>;
 
 const all = Object.values(ClientMessages) as (typeof ClientMessages)[ClientMessageType][];
 /** Any client message, by `type`. */

@@ -68,7 +68,6 @@ export const WelcomeMessage = z.object({
   /** this connection's public id in the call; signals name it in `to_conn` (full lessons) */
   call_id: z.string().regex(CALL_ID).optional(),
 });
-export type Welcome = z.infer<typeof WelcomeMessage>;
 /** The fields of `welcome` that the lesson features add. */
 export const WelcomeExtras = WelcomeMessage.pick({ chat: true, ice_servers: true, media: true, call_id: true });
 
