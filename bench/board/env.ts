@@ -10,6 +10,7 @@ import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { builtWeb, launchChromium } from '../../test/board/web.js';
 import { spawnGateway, type GatewayProc } from './fanout.js';
+import type { Role } from '../../src/domain/enums.js';
 
 /**
  * A database and Redis key prefix of a bench run's own (`lessons_<kind>_<run>`,
@@ -61,7 +62,7 @@ export async function browserBench(kind: string) {
     web,
     async lesson(title: string) {
       const lesson = await createLesson(deps.sql, partner, { title, mode: 'board_only' }, new Date());
-      const link = async (id: string, role: 'teacher' | 'student') =>
+      const link = async (id: string, role: Role) =>
         (await issueLink(deps.sql, { partner, lesson, input: { user: { id, name: id, role }, ttl_minutes: 600 }, embedBaseUrl: origin, at: new Date() })).url;
       return { lesson, teacher: await link('t', 'teacher'), student: await link('s', 'student') };
     },

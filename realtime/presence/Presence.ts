@@ -1,4 +1,5 @@
 import type { MeterSeed } from '../../src/metering/meters.js';
+import type { Role } from '../../src/domain/enums.js';
 
 /**
  * Presence of people in lessons across every gateway node, and the meter that
@@ -35,7 +36,7 @@ export interface MeterState {
 export interface PublicPerson {
   id: string;
   name: string;
-  role: 'teacher' | 'student';
+  role: Role;
 }
 
 export interface Change {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ClientConnection } from '../ClientConnection.js';
 import type { GatewayApi } from '../features/api.js';
+import type { ErrorCode } from './errors.js';
 
 /** What a message handler gets: the sender (present in its lesson) and the gateway's public face. */
 export interface MessageContext {
@@ -11,14 +12,16 @@ export interface MessageContext {
 }
 
 /**
- * One inbound message type: its zod schema (which also documents it, see
- * protocol/describe.ts) and its handler. The board phase adds board ops,
- * chat, signalling and teacher actions as more of these.
+ * One inbound message type: its handler and the zod schema it validates with,
+ * which is the catalogue's (ClientMessages in clientMessages.ts; a test checks
+ * that every registered schema matches it). What the message means is written
+ * once, in protocol/describe.ts, not here.
  */
 export interface MessageDef<S extends z.ZodType = z.ZodType> {
   type: string;
   schema: S;
-  description: string;
+  /** @deprecated the catalogue's text in protocol/describe.ts is what docs/protocol.md shows */
+  description?: string;
   handle(ctx: MessageContext, msg: z.infer<S>): void | Promise<void>;
 }
 
@@ -28,7 +31,7 @@ export function defineMessage<S extends z.ZodType>(def: MessageDef<S>): MessageD
 
 export type ParseOutcome =
   | { ok: true; def: MessageDef; msg: unknown }
-  | { ok: false; code: 'bad_json' | 'bad_message' | 'unknown_type' | 'invalid_message'; message: string; ref?: string };
+  | { ok: false; code: Extract<ErrorCode, 'bad_json' | 'bad_message' | 'unknown_type' | 'invalid_message'>; message: string; ref?: string };
 
 /** The inbound message types, by `type`. */
 export class MessageRegistry {

@@ -1,41 +1,75 @@
 import { z } from 'zod';
-import type { PublicPerson } from '../presence/Presence.js';
+import { BOARD_ERROR_CODES } from '../../src/board/errors.js';
+import { ElementSchema, IdSchema, PageSchema } from '../../src/board/schema.js';
+import { LessonModeSchema, RoleSchema, SubjectModeSchema } from '../../src/domain/enums.js';
+import { CALL_ID, IceCandidateSchema, PersonIdSchema, strokeFields } from './clientMessages.js';
+import { ErrorMessage, errorFrame, type ErrorCode } from './errors.js';
 
 /**
- * Messages the server sends. The schemas document the protocol
- * (protocol/describe.ts prints them for docs/protocol.md) and the tests check
- * real frames against them; the builders below produce the frames.
+ * Server -> client: every message the gateway sends, core and lesson, one zod
+ * schema each. They document the protocol (protocol/describe.ts prints them
+ * into docs/protocol.md), the tests check real frames against them, and the
+ * page imports their inferred types (ServerMessage) instead of casting.
  */
+
 export const PersonSchema = z.object({
   /** per-lesson public id of a person (not the partner's user id, not linkable across lessons) */
-  id: z.string(),
+  id: PersonIdSchema,
   name: z.string(),
-  role: z.enum(['teacher', 'student']),
+  role: RoleSchema,
+});
+export type Person = z.infer<typeof PersonSchema>;
+
+/** A person's camera/microphone as the gateway holds it; `*_blocked`: the teacher turned it off and has not allowed it again. */
+export const MediaStateFields = z.object({
+  camera: z.boolean(),
+  mic: z.boolean(),
+  camera_blocked: z.boolean(),
+  mic_blocked: z.boolean(),
+  v: z.number().int().min(0),
+});
+export type MediaState = z.infer<typeof MediaStateFields>;
+
+const ChatMessage = z.object({
+  type: z.literal('chat'),
+  id: z.string(),
+  /** from the link, never from the message */
+  from: PersonSchema,
+  text: z.string(),
+  /** ISO time */
+  at: z.string(),
 });
 
-export const WelcomeMessage = z
-  .object({
-    type: z.literal('welcome'),
-    protocol: z.literal(1),
-    /** presence sequence: presence events with seq <= this are already reflected in `people` */
-    seq: z.number(),
-    you: PersonSchema,
-    lesson: z.object({
-      id: z.string(),
-      title: z.string(),
-      mode: z.enum(['full', 'board_only']),
-      subject_mode: z.enum(['generic', 'math', 'physics']),
-    }),
-    /** everyone present, you included */
-    people: z.array(PersonSchema),
-    limits: z.object({
-      max_payload_bytes: z.number(),
-      messages_per_second: z.number(),
-      message_burst: z.number(),
-      idle_timeout_seconds: z.number(),
-    }),
-  })
-  .catchall(z.unknown()); // features add their own fields (e.g. the board state)
+/** Signals carry the sender's person and connection (call id), and `to_conn` as sent. */
+const fromConn = { from: PersonIdSchema, from_conn: z.string().regex(CALL_ID), to_conn: z.string().regex(CALL_ID).optional() };
+
+export const WelcomeMessage = z.object({
+  type: z.literal('welcome'),
+  protocol: z.literal(1),
+  /** presence sequence: presence events with seq <= this are already reflected in `people` */
+  seq: z.number(),
+  you: PersonSchema,
+  lesson: z.object({ id: z.string(), title: z.string(), mode: LessonModeSchema, subject_mode: SubjectModeSchema }),
+  /** everyone present, you included */
+  people: z.array(PersonSchema),
+  limits: z.object({
+    max_payload_bytes: z.number(),
+    messages_per_second: z.number(),
+    message_burst: z.number(),
+    idle_timeout_seconds: z.number(),
+  }),
+  // ---- added by the lesson features ----
+  /** the last chat lines, oldest first (chat) */
+  chat: z.array(ChatMessage).optional(),
+  /** ICE servers for the call, with this participant's TURN credentials when configured (full lessons) */
+  ice_servers: z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() })).optional(),
+  /** everyone's camera/microphone state by person id (full lessons) */
+  media: z.record(z.string(), MediaStateFields).optional(),
+  /** this connection's public id in the call; signals name it in `to_conn` (full lessons) */
+  call_id: z.string().regex(CALL_ID).optional(),
+});
+/** The fields of `welcome` that the lesson features add. */
+export const WelcomeExtras = WelcomeMessage.pick({ chat: true, ice_servers: true, media: true, call_id: true });
 
 export const PresenceMessage = z.discriminatedUnion('event', [
   z.object({ type: z.literal('presence'), event: z.literal('joined'), person: PersonSchema, seq: z.number(), count: z.number() }),
@@ -43,31 +77,58 @@ export const PresenceMessage = z.discriminatedUnion('event', [
   z.object({ type: z.literal('presence'), event: z.literal('sync'), people: z.array(PersonSchema), seq: z.number(), count: z.number() }),
 ]);
 
-export const CursorRelayMessage = z.object({
-  type: z.literal('cursor'),
-  from: z.string(),
-  x: z.number(),
-  y: z.number(),
-  page: z.string().optional(),
-});
+export const CursorRelayMessage = z.object({ type: z.literal('cursor'), from: PersonIdSchema, x: z.number(), y: z.number(), page: z.string().optional() });
 
 export const PongMessage = z.object({ type: z.literal('pong'), id: z.union([z.string(), z.number()]).optional(), t: z.number() });
 
-export const ErrorMessage = z.object({
-  type: z.literal('error'),
-  code: z.enum(['bad_json', 'bad_message', 'unknown_type', 'invalid_message', 'binary_not_supported', 'not_ready', 'rate_limited', 'internal']),
-  message: z.string(),
-  /** the offending message type, when known */
-  ref: z.string().optional(),
-});
+const sequenced = z.object({ seq: z.number().int().positive(), op: z.unknown(), by: PersonIdSchema.optional() });
+const mediaFlags = { camera: z.boolean(), mic: z.boolean(), by: z.string() };
 
-export type ErrorCode = z.infer<typeof ErrorMessage>['code'];
+export const ServerMessages = {
+  // ---- gateway core ----
+  welcome: WelcomeMessage,
+  presence: PresenceMessage,
+  cursor: CursorRelayMessage,
+  pong: PongMessage,
+  error: ErrorMessage,
+  // ---- board ----
+  'board.state': z.object({
+    type: z.literal('board.state'),
+    seq: z.number().int().min(0),
+    full: z.boolean(),
+    pages: z.array(PageSchema),
+    pinned_page_id: IdSchema.nullable(),
+    elements: z.array(ElementSchema),
+    deleted_ids: z.array(IdSchema),
+  }),
+  'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
+  'board.ack': z.object({ type: z.literal('board.ack'), ref: z.string(), seq: z.number().int().positive().nullable(), skipped: z.array(IdSchema).optional() }),
+  'board.reject': z.object({ type: z.literal('board.reject'), ref: z.string(), code: z.enum(BOARD_ERROR_CODES), message: z.string() }),
+  'board.stroke': z.object({ type: z.literal('board.stroke'), by: PersonIdSchema, ...strokeFields }),
+  'board.resync': z.object({ type: z.literal('board.resync'), seq: z.number().int().min(0) }),
+  // ---- chat ----
+  chat: ChatMessage,
+  // ---- call (full lessons) ----
+  'rtc.hello': z.object({ type: z.literal('rtc.hello'), ...fromConn }),
+  'rtc.offer': z.object({ type: z.literal('rtc.offer'), ...fromConn, sdp: z.string() }),
+  'rtc.answer': z.object({ type: z.literal('rtc.answer'), ...fromConn, sdp: z.string() }),
+  'rtc.ice': z.object({ type: z.literal('rtc.ice'), ...fromConn, candidate: IceCandidateSchema }),
+  'rtc.bye': z.object({ type: z.literal('rtc.bye'), from: PersonIdSchema, from_conn: z.string().regex(CALL_ID) }),
+  'media.state': z.object({ type: z.literal('media.state'), participant_id: PersonIdSchema, ...MediaStateFields.shape }),
+  // ---- teacher actions ----
+  muted: z.object({ type: z.literal('muted'), ...mediaFlags }),
+  unmuted: z.object({ type: z.literal('unmuted'), ...mediaFlags }),
+} as const;
 
-export const presenceFrame = (event: 'joined' | 'left', person: PublicPerson, seq: number, count: number) =>
+export type ServerMessageType = keyof typeof ServerMessages;
+export type ServerMessage = { [K in ServerMessageType]: z.infer<(typeof ServerMessages)[K]> }[ServerMessageType];
+/** One server message by its type, e.g. ServerMessageOf<'board.ack'>. */
+export type ServerMessageOf<K extends ServerMessageType> = z.infer<(typeof ServerMessages)[K]>;
+
+export { ErrorMessage, errorFrame, type ErrorCode };
+
+export const presenceFrame = (event: 'joined' | 'left', person: Person, seq: number, count: number) =>
   JSON.stringify({ type: 'presence', event, person, seq, count });
 
-export const presenceSyncFrame = (people: PublicPerson[], seq: number) =>
+export const presenceSyncFrame = (people: Person[], seq: number) =>
   JSON.stringify({ type: 'presence', event: 'sync', people, seq, count: people.length });
-
-export const errorFrame = (code: ErrorCode, message: string, ref?: string) =>
-  JSON.stringify({ type: 'error', code, message, ...(ref ? { ref } : {}) });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LessonModeSchema, RoleSchema } from '../domain/enums.js';
 
 /**
  * The request bodies of webhook deliveries, one schema per event type, for the
@@ -46,14 +47,14 @@ export const WEBHOOK_EVENTS = {
         .datetime()
         .describe('the moment the lesson became empty (the session ends after 5 minutes without anyone, and ended_at is back-dated to when the last person left); for a deleted lesson, the deletion'),
       minutes: z.number().int().describe("metered whole minutes of this session, truncated"),
-      mode: z.enum(['full', 'board_only']).describe('with (full) or without (board_only) video'),
+      mode: LessonModeSchema.describe('with (full) or without (board_only) video'),
     }),
     'Five minutes with nobody in the lesson, or the lesson was deleted while a session ran.',
   ),
   'participant.joined': event(
     'participant.joined',
     'ParticipantJoinedEvent',
-    z.object({ ...lessonRef, role: z.enum(['teacher', 'student']), name: z.string() }),
+    z.object({ ...lessonRef, role: RoleSchema, name: z.string() }),
     'A person entered a lesson; at most once per 6 hours per person and lesson.',
   ),
   'balance.low': event('balance.low', 'BalanceLowEvent', balanceData, 'Less than one hour of balance remains; once per crossing of the line, re-armed by a top-up.'),

@@ -2,10 +2,11 @@ import { boardError } from './errors.js';
 import { BOARD_LIMITS as L, textSurcharge } from './limits.js';
 import { elementIdsOf, partition, reduce, type Applied, type BoardReplica, type Versioned } from './reducer.js';
 import type { BoardElement, BoardOp, BoardPage } from './schema.js';
+import type { Role } from '../domain/enums.js';
 
 /** Who sends an operation: the rules differ for teachers and students. */
 export interface Actor {
-  role: 'teacher' | 'student';
+  role: Role;
 }
 
 /** The board row: everything but the elements. */

@@ -1,6 +1,6 @@
 /**
  * Why a board operation was refused. These travel to the sender over the
- * socket (docs/board-protocol.md, `board.reject`), not over HTTP, so they are
+ * socket (docs/protocol.md, `board.reject`), not over HTTP, so they are
  * not AppErrors; the gateway sends them as they are.
  */
 export const BOARD_ERROR_CODES = [

@@ -4,7 +4,8 @@ import { createSql, type Sql } from '../db/index.js';
 import { migrate } from '../db/migrate.js';
 import { createApiKey, revokeApiKey } from '../domain/apiKeys.js';
 import { topUp } from '../domain/ledger.js';
-import { createPartner, DEFAULT_BOARD_RATE_PERCENT, setPartnerSuspended, type Plan } from '../domain/partners.js';
+import { PLANS, PlanSchema } from '../domain/enums.js';
+import { createPartner, DEFAULT_BOARD_RATE_PERCENT, setPartnerSuspended } from '../domain/partners.js';
 import { AppError } from '../errors.js';
 
 const USAGE = `usage: npm run --silent admin -- <command>
@@ -41,8 +42,9 @@ export async function runAdmin(sql: Sql, argv: string[], now = new Date()): Prom
   const cmd = group === 'topup' ? 'topup' : `${group ?? ''} ${action ?? ''}`;
   switch (cmd) {
     case 'partner create': {
-      const plan = (values.plan ?? 'full') as Plan;
-      if (plan !== 'full' && plan !== 'board_only') throw new UsageError('--plan must be full or board_only');
+      const parsed = PlanSchema.safeParse(values.plan ?? 'full');
+      if (!parsed.success) throw new UsageError(`--plan must be ${PLANS.join(' or ')}`);
+      const plan = parsed.data;
       const rate = values['board-rate-percent'] === undefined ? DEFAULT_BOARD_RATE_PERCENT : Number(values['board-rate-percent']);
       if (!Number.isInteger(rate) || rate < 0 || rate > 100) throw new UsageError('--board-rate-percent must be an integer 0-100');
       const partner = await createPartner(sql, { name: need(values.name, '--name'), plan, boardRatePercent: rate });

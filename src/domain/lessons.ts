@@ -5,9 +5,9 @@ import { Batcher } from '../lib/Batcher.js';
 import { newId } from '../lib/crypto.js';
 import { Errors } from '../errors.js';
 import type { Partner } from './partners.js';
+import type { LessonMode, SubjectMode } from './enums.js';
 
-export type LessonMode = 'full' | 'board_only';
-export type SubjectMode = 'generic' | 'math' | 'physics';
+export type { LessonMode, SubjectMode };
 
 export interface Lesson {
   id: string;

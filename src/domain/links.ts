@@ -4,8 +4,9 @@ import { hmacHex, newId, randomToken, sha256 } from '../lib/crypto.js';
 import { Errors } from '../errors.js';
 import type { Lesson } from './lessons.js';
 import type { Partner } from './partners.js';
+import type { Role } from './enums.js';
 
-export type Role = 'teacher' | 'student';
+export type { Role };
 
 interface LinkInput {
   user: { id: string; name: string; role: Role };

@@ -3,8 +3,9 @@ import type { Db } from '../db/index.js';
 import { newId } from '../lib/crypto.js';
 import { Errors } from '../errors.js';
 import { notifyAuthChanged } from './apiKeys.js';
+import type { Plan } from './enums.js';
 
-export type Plan = 'full' | 'board_only';
+export type { Plan };
 
 /**
  * The board rate default: a second of a `board_only` lesson is billed at this

@@ -2,12 +2,13 @@ import type { Sql } from '../db/index.js';
 import { recordEvent, recordEvents } from '../events/outbox.js';
 import { secondsToWholeMinutes } from '../domain/ledger.js';
 import { lockLessonOfSession } from './charge.js';
+import type { LessonMode } from '../domain/enums.js';
 
 export interface Session {
   id: number;
   lesson_id: string;
   partner_id: string;
-  mode: 'full' | 'board_only';
+  mode: LessonMode;
   rate_percent: number;
   started_at: Date;
   ended_at: Date | null;
@@ -17,7 +18,7 @@ export interface Session {
 }
 
 /** Percent of a second deducted per metered second: full lessons 100, board-only lessons the partner's rate. */
-export function ratePercentFor(mode: 'full' | 'board_only', boardRatePercent: number): number {
+export function ratePercentFor(mode: LessonMode, boardRatePercent: number): number {
   return mode === 'full' ? 100 : boardRatePercent;
 }
 

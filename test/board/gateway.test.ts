@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ServerMessages, WelcomeExtras } from '../../src/board/protocol.js';
+import { ServerMessages, WelcomeExtras } from '../../realtime/protocol/serverMessages.js';
 import { BoardService } from '../../realtime/features/board/service.js';
 import { makeDeps } from '../helpers/deps.js';
 import { TestClient, join, type Received } from '../realtime/helpers/client.js';
@@ -485,7 +485,7 @@ describe('video call signalling', () => {
     expect(WelcomeExtras.parse(t.of('welcome')[0])).toMatchObject({ ice_servers: [], chat: [] });
 
     t.send({ type: 'rtc.offer', to: sid, sdp: 'v=0 offer' });
-    // from_conn: the sender's call id (docs/board-protocol.md, "Video call"; test/realtime/call-connections.test.ts)
+    // from_conn: the sender's call id (docs/protocol.md, "Video call"; test/realtime/call-connections.test.ts)
     expect(await s.waitType('rtc.offer')).toEqual({ type: 'rtc.offer', from: tid, from_conn: t.of('welcome')[0].call_id, sdp: 'v=0 offer' });
     s.send({ type: 'rtc.answer', to: tid, sdp: 'v=0 answer' });
     expect(await t.waitType('rtc.answer')).toEqual({ type: 'rtc.answer', from: sid, from_conn: s.of('welcome')[0].call_id, sdp: 'v=0 answer' });

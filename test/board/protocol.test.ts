@@ -1,14 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { ClientMessageSchema, ClientMessages, ServerMessages, CHAT_MAX_CHARS } from '../../src/board/protocol.js';
+import { ClientMessageSchema, ClientMessages } from '../../realtime/protocol/clientMessages.js';
+import { CHAT_MAX_CHARS } from '../../realtime/protocol/limits.js';
+import { ServerMessages } from '../../realtime/protocol/serverMessages.js';
 
-describe('lesson protocol schemas (docs/board-protocol.md)', () => {
+describe('protocol catalogue schemas (docs/protocol.md)', () => {
   it('has one schema per client message type and accepts a well-formed message of each', () => {
     const samples: Record<keyof typeof ClientMessages, unknown> = {
+      cursor: { type: 'cursor', x: 1, y: 2, page: 'page-1' },
+      ping: { type: 'ping', id: 7 },
       'board.op': { type: 'board.op', ref: 'r1', op: { type: 'page.pin', page_id: null } },
       'board.sync': { type: 'board.sync', since: 0 },
       'board.stroke': { type: 'board.stroke', id: 's1', from: 0, points: [[0, 0], [1, 2, 0.5]], head: { id: 's1', page_id: 'page-1', z: 'a0', x: 1, y: 2, angle: 0, style: {}, locked: false, version: 3, version_nonce: 7, type: 'freehand' } },
       'chat.send': { type: 'chat.send', text: 'hello' },
-      'rtc.offer': { type: 'rtc.offer', to: 'p1', sdp: 'v=0' },
+      'rtc.hello': { type: 'rtc.hello', to: 'p1' },
+      'rtc.offer': { type: 'rtc.offer', to: 'p1', sdp: 'v=0', to_conn: 'abcdefABCDEF' },
       'rtc.answer': { type: 'rtc.answer', to: 'p1', sdp: 'v=0' },
       'rtc.ice': { type: 'rtc.ice', to: 'p1', candidate: { candidate: 'candidate:1 1 udp 1 127.0.0.1 9 typ host', sdpMid: '0', sdpMLineIndex: 0 } },
       'media.state': { type: 'media.state', camera: true, mic: false },
@@ -21,25 +26,38 @@ describe('lesson protocol schemas (docs/board-protocol.md)', () => {
       expect(ClientMessageSchema.safeParse(msg).success, type).toBe(true);
     }
     expect(Object.keys(ServerMessages).sort()).toEqual(
-      ['board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'board.stroke', 'chat', 'media.state', 'muted', 'unmuted', 'rtc.answer', 'rtc.ice', 'rtc.offer'].sort(),
+      [
+        'welcome', 'presence', 'cursor', 'pong', 'error',
+        'board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'board.stroke',
+        'chat', 'media.state', 'muted', 'unmuted', 'rtc.hello', 'rtc.answer', 'rtc.ice', 'rtc.offer', 'rtc.bye',
+      ].sort(),
     );
   });
 
-  it('refuses malformed messages: empty or oversized chat, unknown fields, negative seq, huge SDP', () => {
+  it('refuses malformed messages: empty or oversized chat, unknown fields, negative seq, huge SDP, a malformed call id', () => {
     for (const bad of [
       { type: 'chat.send', text: '   ' },
       { type: 'chat.send', text: 'x'.repeat(CHAT_MAX_CHARS + 1) },
       { type: 'chat.send', text: 'hi', html: '<b>' },
       { type: 'board.sync', since: -1 },
       { type: 'rtc.offer', to: 'p1', sdp: 'x'.repeat(70_000) },
+      { type: 'rtc.offer', to: 'p1', sdp: 'v=0', to_conn: 'short' },
       { type: 'teacher.remove' },
       { type: 'board.op', op: {} },
       { type: 'board.stroke', id: 's1', from: 0, points: [] },
       { type: 'board.stroke', id: 's1', from: 5, points: Array.from({ length: 501 }, () => [0, 0]) },
       { type: 'board.stroke', id: 's1', from: 0, points: [[0, 0]], head: { type: 'rectangle' } },
+      { type: 'cursor', x: 2e9, y: 0 },
       { type: 'nope' },
     ]) {
       expect(ClientMessageSchema.safeParse(bad).success, JSON.stringify(bad).slice(0, 60)).toBe(false);
     }
+  });
+
+  it('describes the error frames the gateway sends with every code, and refuses a code outside the table', () => {
+    for (const code of ['forbidden', 'board_only', 'not_found', 'rate_limited', 'not_ready']) {
+      expect(ServerMessages.error.safeParse({ type: 'error', code, message: 'm', ref: 'rtc.offer' }).success, code).toBe(true);
+    }
+    expect(ServerMessages.error.safeParse({ type: 'error', code: 'nope', message: 'm' }).success).toBe(false);
   });
 });

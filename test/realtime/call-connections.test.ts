@@ -5,7 +5,7 @@ import { startTestGateway } from './helpers/gateway.js';
 
 /**
  * The call is a mesh of connections (realtime/features/call/connections.ts,
- * docs/board-protocol.md "Video call"): each connection has its own call id,
+ * docs/protocol.md "Video call"): each connection has its own call id,
  * signals carry the sender's and may name the receiver's, and a closed
  * connection is announced with rtc.bye even while its person stays.
  */

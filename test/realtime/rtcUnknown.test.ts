@@ -6,7 +6,7 @@ import { spawnGateway } from './helpers/processes.js';
 
 /**
  * `rtc.*` to someone who is not in the lesson answers `error` `not_found`
- * (docs/board-protocol.md, "Video call"), whichever node the people are on:
+ * (docs/protocol.md, "Video call"), whichever node the people are on:
  * node A runs here, node B is a real gateway process on the same database and Redis.
  */
 const a = await startTestGateway();

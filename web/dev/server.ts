@@ -9,6 +9,7 @@
  */
 import { startGateway } from '../../realtime/index.js';
 import { loadConfig } from '../../src/config.js';
+import { SubjectModeSchema } from '../../src/domain/enums.js';
 import { createSql } from '../../src/db/index.js';
 import { migrate } from '../../src/db/migrate.js';
 import type { Deps } from '../../src/deps.js';
@@ -31,7 +32,7 @@ const api = await startApi(deps);
 const partner = await createPartner(deps.sql, { name: 'dev' });
 const { apiKey } = await createApiKey(deps.sql, partner.id);
 await topUp(deps.sql, { partnerId: partner.id, minutes: 600, at: new Date() });
-const subject = (process.env.SUBJECT ?? 'math') as 'math' | 'physics' | 'generic';
+const subject = SubjectModeSchema.parse(process.env.SUBJECT ?? 'math');
 const lesson = await createLesson(deps.sql, partner, { title: 'Dev lesson', subject_mode: subject, mode: process.env.MODE === 'board_only' ? 'board_only' : 'full' }, new Date());
 const base = `http://127.0.0.1:${gw.port}`;
 for (const [id, name, role] of [['t', 'Anna (teacher)', 'teacher'], ['s', 'Boris', 'student']] as const) {

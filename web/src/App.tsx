@@ -1,31 +1,19 @@
 import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
-import type { MediaState, Participant as BaseParticipant, ServerMessage } from '../../src/board/protocol.js';
+import type { ClientMessage } from '../../realtime/protocol/clientMessages.js';
+import type { MediaState, Person, ServerMessage, ServerMessageOf } from '../../realtime/protocol/serverMessages.js';
+import type { SubjectMode } from '../../src/domain/enums.js';
 import { Board, type BoardHandle } from './board/Board.js';
-import type { SubjectMode } from './board/SubjectTools.js';
 import { Connection, type ConnState, type EndReason } from './net/connection.js';
 import { Call } from './rtc/call.js';
 import { SidePanel, type ChatLine } from './ui/SidePanel.js';
 import { VideoTiles } from './ui/VideoTiles.js';
 
 /** A person in the lesson as the page shows them: camera/microphone as the gateway reports them, and the teacher's blocks. */
-export type Participant = BaseParticipant & { camera_blocked?: boolean; mic_blocked?: boolean };
+export type Participant = Person & { camera: boolean; mic: boolean; camera_blocked?: boolean; mic_blocked?: boolean };
 
-/** The gateway's first message (docs/protocol.md) with the lesson features' fields (docs/board-protocol.md). */
-interface Welcome {
-  type: 'welcome';
-  you: Participant;
-  /** everyone present, me included */
-  people: Participant[];
-  lesson: { title: string; mode: 'full' | 'board_only'; subject_mode: SubjectMode };
-  limits?: { max_payload_bytes: number };
-  ice_servers?: RTCIceServer[];
-  /** camera/microphone state by person id (full lessons) */
-  media?: Record<string, MediaState>;
-  /** the last chat lines */
-  chat?: ChatLine[];
-  /** this connection's id in the call (full lessons): signals name it in `to_conn` */
-  call_id?: string;
-}
+/** The gateway's first message with the lesson features' fields (docs/protocol.md). */
+type Welcome = ServerMessageOf<'welcome'>;
+type BoardMessage = Extract<ServerMessage, { type: `board.${string}` }>;
 
 const END_TEXT: Record<EndReason, [string, string]> = {
   expired: ['This link has expired', 'Ask your teacher or the platform for a new link to the lesson.'],
@@ -44,13 +32,13 @@ export function App({ token }: { token: string }) {
   const [chatRefusals, setChatRefusals] = useState(0);
   const [, rerender] = useReducer((x: number) => x + 1, 0);
   const board = useRef<BoardHandle | null>(null);
-  const early = useRef<ServerMessage[]>([]);
+  const early = useRef<BoardMessage[]>([]);
   const call = useRef<Call | null>(null);
   const connection = useRef<Connection | null>(null);
 
   /** newest camera/microphone state per person (the gateway's), also for people whose presence arrives later */
   const media = useRef(new Map<string, MediaState>());
-  const withKnownMedia = (p: Participant) => withMedia(p, media.current.get(p.id));
+  const withKnownMedia = (p: Person) => withMedia({ camera: false, mic: false, ...p }, media.current.get(p.id));
   const welcomeRef = useRef<Welcome | null>(null);
   welcomeRef.current = welcome;
   /** tells the gateway my camera/microphone state (it answers everyone with media.state) */
@@ -62,7 +50,7 @@ export function App({ token }: { token: string }) {
     setToast(text);
     setTimeout(() => setToast((t) => (t === text ? null : t)), 4000);
   };
-  const send = (m: object) => connection.current?.send(m) ?? false;
+  const send = (m: ClientMessage) => connection.current?.send(m) ?? false;
 
   useEffect(() => {
     const c = Connection.forToken(token, {
@@ -71,17 +59,17 @@ export function App({ token }: { token: string }) {
         if (s.kind !== 'open') board.current?.disconnected();
         if (s.kind === 'ended') call.current?.stop();
       },
-      message: (raw) => handle(raw as unknown as ServerMessage | Welcome | { type: string; [k: string]: unknown }),
+      message: (msg) => handle(msg),
     });
     connection.current = c;
     c.start();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [token]);
 
-  function handle(msg: ServerMessage | Welcome | { type: string; [k: string]: unknown }) {
+  function handle(msg: ServerMessage) {
     switch (msg.type) {
       case 'welcome': {
-        const w = msg as Welcome;
+        const w = msg;
         const others = (w.people ?? []).filter((p) => p.id !== w.you.id);
         for (const [id, s] of Object.entries(w.media ?? {})) if ((media.current.get(id)?.v ?? -1) < s.v) media.current.set(id, s);
         setWelcome(w);
@@ -112,14 +100,13 @@ export function App({ token }: { token: string }) {
       }
       case 'presence': {
         // docs/protocol.md: joined/left carry `person`; sync carries everyone present
-        const m = msg as unknown as { event: 'joined' | 'left' | 'sync'; person?: Participant; people?: Participant[] };
-        if (m.event === 'sync' && m.people) {
+        const m = msg;
+        if (m.event === 'sync') {
           const ids = new Set(m.people.map((p) => p.id));
-          setParticipants((ps) => uniq([...ps.filter((p) => ids.has(p.id)), ...m.people!.map(withKnownMedia)]));
+          setParticipants((ps) => uniq([...ps.filter((p) => ids.has(p.id)), ...m.people.map(withKnownMedia)]));
           for (const p of m.people) call.current?.peerPresent(p.id);
           return;
         }
-        if (!m.person) return;
         const person = withKnownMedia(m.person);
         setParticipants((ps) => (m.event === 'joined' ? uniq([...ps, person]) : ps.filter((p) => p.id !== person.id)));
         // a person who joins says hello to me (rtc.hello); one who leaves takes all their tabs along
@@ -127,7 +114,7 @@ export function App({ token }: { token: string }) {
         return;
       }
       case 'chat':
-        setChat((c) => mergeChat(c, [msg as ChatLine]));
+        setChat((c) => mergeChat(c, [msg]));
         return;
       case 'rtc.hello':
       case 'rtc.offer':
@@ -135,18 +122,18 @@ export function App({ token }: { token: string }) {
       case 'rtc.ice':
       case 'rtc.bye': {
         const c = call.current;
-        const m = msg as { type: string; from: string; from_conn: string; to_conn?: string; sdp?: string; candidate?: RTCIceCandidateInit };
+        const m = msg;
         // signals reach every tab of my person: `to_conn` says which one they are for
         if (!c || typeof m.from_conn !== 'string' || !c.mine(m)) return;
         if (m.type === 'rtc.hello') void c.onHello(m.from, m.from_conn);
-        else if (m.type === 'rtc.offer') void c.onOffer(m.from, m.from_conn, m.sdp ?? '');
-        else if (m.type === 'rtc.answer') void c.onAnswer(m.from_conn, m.sdp ?? '');
-        else if (m.type === 'rtc.ice') void c.onIce(m.from_conn, m.candidate!);
+        else if (m.type === 'rtc.offer') void c.onOffer(m.from, m.from_conn, m.sdp);
+        else if (m.type === 'rtc.answer') void c.onAnswer(m.from_conn, m.sdp);
+        else if (m.type === 'rtc.ice') void c.onIce(m.from_conn, m.candidate);
         else c.onBye(m.from_conn);
         return;
       }
       case 'media.state': {
-        const m = msg as Extract<ServerMessage, { type: 'media.state' }>;
+        const m = msg;
         // states of one person may arrive out of order from two gateway nodes: keep the newest
         if ((media.current.get(m.participant_id)?.v ?? -1) >= m.v) return;
         media.current.set(m.participant_id, m);
@@ -158,37 +145,46 @@ export function App({ token }: { token: string }) {
         return;
       }
       case 'muted': {
-        const m = msg as Extract<ServerMessage, { type: 'muted' }>;
+        const m = msg;
         call.current?.block({ camera: m.camera || !!call.current?.blocked.camera, mic: m.mic || !!call.current?.blocked.mic });
         notify(`The teacher turned off your ${what(m)}.`);
         reportMedia();
         return;
       }
       case 'unmuted': {
-        const m = msg as Extract<ServerMessage, { type: 'unmuted' }>;
+        const m = msg;
         call.current?.block({ camera: !m.camera && !!call.current?.blocked.camera, mic: !m.mic && !!call.current?.blocked.mic });
         rerender();
         notify(`The teacher allows you to turn your ${what(m)} on again.`);
         return;
       }
       case 'error': {
-        const e = msg as { message?: string; code?: string; ref?: string };
+        const e = msg;
         if (e.ref === 'chat.send') {
           setChatRefusals((n) => n + 1);
-          notify(e.code === 'rate_limited' ? 'Too many messages at once: wait a moment and press Send again.' : `Message not sent: ${e.message ?? e.code}`);
+          notify(e.code === 'rate_limited' ? 'Too many messages at once: wait a moment and press Send again.' : `Message not sent: ${e.message || e.code}`);
           return;
         }
         // A signal to a tab that just left (`not_found`) is the call's own business: the peer's tile goes
         // with its rtc.bye / presence `left`; telling the person would only alarm them.
         if (e.ref?.startsWith('rtc.') && e.code === 'not_found') return;
-        notify(String(e.message ?? 'Something went wrong'));
+        notify(e.message || 'Something went wrong');
         return;
       }
+      case 'board.state':
+      case 'board.ops':
+      case 'board.ack':
+      case 'board.reject':
+      case 'board.stroke':
+      case 'board.resync':
+        if (board.current) board.current.message(msg);
+        else early.current.push(msg);
+        return;
+      case 'cursor':
+      case 'pong':
+        return; // the board shows no remote pointers yet, and the page sends no ping
       default:
-        if (msg.type.startsWith('board.')) {
-          if (board.current) board.current.message(msg as ServerMessage);
-          else early.current.push(msg as ServerMessage);
-        }
+        return ((m: never) => m)(msg); // every server message is handled above
     }
   }
 

@@ -1,5 +1,5 @@
 import { BoardOpError } from '../../../src/board/errors.js';
-import { ClientMessages } from '../../../src/board/protocol.js';
+import { ClientMessages } from '../../protocol/clientMessages.js';
 import type { SequencedOp } from '../../../src/board/schema.js';
 import type { Deps } from '../../../src/deps.js';
 import type { GatewayFeature } from '../api.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ClientMessages } from '../../../src/board/protocol.js';
+import { ClientMessages } from '../../protocol/clientMessages.js';
 import { randomBase62 } from '../../../src/lib/crypto.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 

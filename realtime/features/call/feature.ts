@@ -1,4 +1,4 @@
-import { ClientMessages } from '../../../src/board/protocol.js';
+import { ClientMessages } from '../../protocol/clientMessages.js';
 import type { Deps } from '../../../src/deps.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 import type { GatewayFeature } from '../api.js';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { MediaState } from '../../../src/board/protocol.js';
+import type { MediaState } from '../../protocol/serverMessages.js';
 
 /** Media state of a lesson outlives its sockets this long (a lesson plus its reconnects). */
 const TTL_MS = 12 * 3600_000;

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { Balance } from '../../domain/ledger.js';
+import { PlanSchema } from '../../domain/enums.js';
 
 export const BalanceSchema = z
   .object({
     balance_seconds: z.number().int(),
     balance_minutes: z.number().int(),
-    plan: z.enum(['full', 'board_only']),
+    plan: PlanSchema,
     board_rate_percent: z.number().int(),
   })
   .meta({ id: 'Balance' });

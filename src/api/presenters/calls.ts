@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { CallItem, CallsReport } from '../../reports/calls.js';
 import { kopecksToRub } from '../../reports/pricing.js';
 import { iso } from './lesson.js';
+import { LessonModeSchema } from '../../domain/enums.js';
 
 export const CallItemSchema = z
   .object({
@@ -9,7 +10,7 @@ export const CallItemSchema = z
     lesson_id: z.string(),
     title: z.string(),
     external_id: z.string().nullable(),
-    mode: z.enum(['full', 'board_only']),
+    mode: LessonModeSchema,
     started_at: z.iso.datetime(),
     ended_at: z.iso.datetime().nullable().describe('null while the session is going'),
     going: z.boolean(),

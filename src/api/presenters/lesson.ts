@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import type { Lesson } from '../../domain/lessons.js';
+import { LessonModeSchema, SubjectModeSchema } from '../../domain/enums.js';
 
 export const LessonSchema = z
   .object({
     id: z.string().describe('lsn_ followed by 22 characters; opaque, at most 64 characters'),
     external_id: z.string().nullable().describe("the partner's own id, unique among its live lessons; null when none"),
     title: z.string(),
-    mode: z.enum(['full', 'board_only']).describe('full: board, video call and chat; board_only: board and chat, no video'),
-    subject_mode: z.enum(['generic', 'math', 'physics']),
+    mode: LessonModeSchema.describe('full: board, video call and chat; board_only: board and chat, no video'),
+    subject_mode: SubjectModeSchema,
     created_at: z.iso.datetime(),
     started_at: z.iso.datetime().nullable().describe('start of the latest session: the moment a second person was present; null before the first'),
     ended_at: z.iso

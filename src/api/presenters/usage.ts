@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { UsageReport } from '../../reports/usage.js';
+import { LessonModeSchema } from '../../domain/enums.js';
 
 export const UsageItemSchema = z
   .object({
     lesson_id: z.string(),
     external_id: z.string().nullable(),
-    mode: z.enum(['full', 'board_only']),
+    mode: LessonModeSchema,
     day: z.iso.date().describe('Moscow day'),
     seconds: z.number().int().describe('metered lesson time that day'),
     charged_seconds: z.number().int().describe('what that time deducted from the balance'),

@@ -2,7 +2,9 @@ import { CaptureUpdateAction, Excalidraw, restoreElements } from '@excalidraw/ex
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import { useMemo, useRef, useState } from 'react';
 import type { BoardOp } from '../../../src/board/schema.js';
-import type { ServerMessage } from '../../../src/board/protocol.js';
+import type { ClientMessage } from '../../../realtime/protocol/clientMessages.js';
+import type { Role } from '../../../src/domain/enums.js';
+import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import type { ExEl } from './convert.js';
 import { Overlays, type Viewport } from './Overlays.js';
 import { BoardMenu } from '../ui/BoardMenu.js';
@@ -22,11 +24,11 @@ export interface BoardHandle {
  * overlays, kept in step with the server by BoardSync.
  */
 export function Board(props: {
-  role: 'teacher' | 'student';
+  role: Role;
   subject: SubjectMode;
   /** the gateway's frame limit (welcome.limits.max_payload_bytes): operations are cut to fit */
   maxFrameBytes: number;
-  send: (msg: object) => boolean;
+  send: (msg: ClientMessage) => boolean;
   notify: (text: string) => void;
   onReady: (handle: BoardHandle) => void;
 }) {

@@ -1,4 +1,5 @@
 import type { BoardOp } from '../../../src/board/schema.js';
+import type { Role } from '../../../src/domain/enums.js';
 import { PinIcon } from '../ui/icons.js';
 import type { SyncView } from './sync.js';
 
@@ -9,7 +10,7 @@ const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
  * pages and pin one (everyone is moved to it, students cannot leave it).
  * The server enforces the same rules (src/board/apply.ts; both sides apply operations with src/board/reducer.ts).
  */
-export function PageBar(props: { view: SyncView; role: 'teacher' | 'student'; locked: boolean; goTo: (id: string) => void; submit: (op: BoardOp) => void }) {
+export function PageBar(props: { view: SyncView; role: Role; locked: boolean; goTo: (id: string) => void; submit: (op: BoardOp) => void }) {
   const { view, role } = props;
   const teacher = role === 'teacher';
   const rename = (id: string, name: string) => {

@@ -2,9 +2,10 @@ import { CaptureUpdateAction, getCommonBounds, getVisibleSceneBounds, restoreEle
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import katex from 'katex';
 import { useState, type RefObject } from 'react';
+import type { SubjectMode } from '../../../src/domain/enums.js';
 import { freeSpot, type Box } from './placement.js';
 
-export type SubjectMode = 'generic' | 'math' | 'physics';
+export type { SubjectMode };
 
 /**
  * What each subject_mode adds to the plain Excalidraw toolset (docs/board.md, "Subject modes"):

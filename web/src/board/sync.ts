@@ -1,6 +1,7 @@
 import { isNewer, LiveBoard, reduce, withoutSkipped } from '../../../src/board/reducer.js';
 import { DEFAULT_PAGES, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
-import type { ServerMessage } from '../../../src/board/protocol.js';
+import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
+import type { Role } from '../../../src/domain/enums.js';
 import { fromExcalidraw, isSyncable, toExcalidraw, type ExEl } from './convert.js';
 import { byteLength, fitElement, FRAME_OVERHEAD } from './fit.js';
 
@@ -33,7 +34,7 @@ export interface SyncHost {
   changed(view: SyncView): void;
   notify(text: string): void;
   roughness: number;
-  role: 'teacher' | 'student';
+  role: Role;
   /** largest frame the gateway accepts (a bigger one closes the socket with 4413) */
   maxFrameBytes: number;
 }

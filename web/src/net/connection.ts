@@ -1,3 +1,6 @@
+import type { ClientMessage } from '../../../realtime/protocol/clientMessages.js';
+import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
+
 /**
  * The page's socket to the gateway: `/ws?token=` on the page's own origin,
  * JSON text frames, automatic reconnection with jittered exponential backoff
@@ -22,7 +25,25 @@ const MAX_FAILED = 8;
 
 export interface ConnectionEvents {
   state(s: ConnState): void;
-  message(msg: { type: string; [k: string]: unknown }): void;
+  /** a frame of the catalogue's server messages: switch on `type` to narrow it */
+  message(msg: ServerMessage): void;
+}
+
+/**
+ * The server's message types. Typed by the catalogue, so a type the gateway
+ * gains is a compile error here until the page decides what to do with it.
+ * The page does not bundle the zod schemas (they would add their code to the
+ * page for a check the gateway's tests already make against the same schemas):
+ * a frame is trusted to match its type once its `type` is one of these.
+ */
+const SERVER_TYPES: Record<ServerMessage['type'], true> = {
+  welcome: true, presence: true, cursor: true, pong: true, error: true,
+  'board.state': true, 'board.ops': true, 'board.ack': true, 'board.reject': true, 'board.stroke': true, 'board.resync': true,
+  chat: true, 'rtc.hello': true, 'rtc.offer': true, 'rtc.answer': true, 'rtc.ice': true, 'rtc.bye': true, 'media.state': true, muted: true, unmuted: true,
+};
+
+function isServerMessage(x: unknown): x is ServerMessage {
+  return typeof x === 'object' && x !== null && 'type' in x && typeof x.type === 'string' && Object.hasOwn(SERVER_TYPES, x.type);
 }
 
 export class Connection {
@@ -50,7 +71,7 @@ export class Connection {
   }
 
   /** Sends a message; false when the socket is not open (the caller keeps it for after the resync). */
-  send(msg: object): boolean {
+  send(msg: ClientMessage): boolean {
     if (this.ws?.readyState !== WebSocket.OPEN) return false;
     this.ws.send(JSON.stringify(msg));
     return true;
@@ -77,12 +98,13 @@ export class Connection {
     };
     ws.onmessage = (ev) => {
       if (typeof ev.data !== 'string') return;
+      let msg: unknown;
       try {
-        const msg = JSON.parse(ev.data);
-        if (msg && typeof msg.type === 'string') this.on.message(msg);
+        msg = JSON.parse(ev.data);
       } catch {
-        /* not JSON: ignore */
+        return; // not JSON: ignore
       }
+      if (isServerMessage(msg)) this.on.message(msg);
     };
     ws.onclose = (ev) => {
       this.ws = null;

@@ -1,8 +1,10 @@
+import type { ClientMessage } from '../../../realtime/protocol/clientMessages.js';
+import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 /**
  * The video call of a `full` lesson: a mesh of RTCPeerConnections, one per
  * other participant's *connection* (a person with the lesson open on a laptop
  * and a tablet takes part twice), signalled through the gateway (rtc.hello /
- * rtc.offer / rtc.answer / rtc.ice / rtc.bye, docs/board-protocol.md "Video
+ * rtc.offer / rtc.answer / rtc.ice / rtc.bye, docs/protocol.md "Video
  * call"). A tab that joins says hello to everyone; each connection that hears
  * it offers, so on a join only one side offers. A lesson has a tutor and a
  * few students; a mesh is the simplest thing that works at that size
@@ -23,11 +25,8 @@ export interface Peer {
   state: RTCPeerConnectionState;
 }
 
-type Signal =
-  | { type: 'rtc.hello'; to: string }
-  | { type: 'rtc.offer'; to: string; to_conn: string; sdp: string }
-  | { type: 'rtc.answer'; to: string; to_conn: string; sdp: string }
-  | { type: 'rtc.ice'; to: string; to_conn: string; candidate: RTCIceCandidateInit };
+/** The signals this tab sends, as the protocol catalogue types them. */
+type Signal = Extract<ClientMessage, { type: 'rtc.hello' | 'rtc.offer' | 'rtc.answer' | 'rtc.ice' }>;
 
 interface Entry {
   pc: RTCPeerConnection;
@@ -89,8 +88,8 @@ export class Call {
   }
 
   /** Is this signal for my tab? (Signals reach all of my person's tabs; `to_conn` names one.) */
-  mine(msg: { to_conn?: unknown }): boolean {
-    return msg.to_conn === undefined || msg.to_conn === this.conn;
+  mine(msg: Extract<ServerMessage, { type: `rtc.${string}` }>): boolean {
+    return !('to_conn' in msg) || msg.to_conn === undefined || msg.to_conn === this.conn;
   }
 
   /** A person is in the lesson and I have no call with any of their tabs: ask each tab to call me. */
@@ -206,7 +205,8 @@ export class Call {
       pc.addTransceiver('audio', { direction: 'recvonly' });
     }
     pc.onicecandidate = (e) => {
-      if (e.candidate) this.send({ type: 'rtc.ice', to: person, to_conn: key, candidate: e.candidate.toJSON() });
+      const c = e.candidate;
+      if (c) this.send({ type: 'rtc.ice', to: person, to_conn: key, candidate: { candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex } });
     };
     pc.ontrack = (e) => {
       peer.stream = e.streams[0] ?? new MediaStream([e.track]);

@@ -1,18 +1,15 @@
 import { useEffect, useRef, useState } from 'react';
-import { CHAT_MAX_CHARS } from '../../../src/board/protocol.js';
+import { CHAT_MAX_CHARS } from '../../../realtime/protocol/limits.js';
+import type { Person, ServerMessageOf } from '../../../realtime/protocol/serverMessages.js';
 import type { Participant } from '../App.js';
 import { CameraIcon, MicIcon } from './icons.js';
 
-export interface ChatLine {
-  id: string;
-  from: { id: string; name: string; role: 'teacher' | 'student' };
-  text: string;
-  at: string;
-}
+/** A chat line as the gateway sends it (`chat`, and the lines of `welcome.chat`). */
+export type ChatLine = ServerMessageOf<'chat'>;
 
 /** Participants with their roles (and the teacher's controls), then the chat. */
 export function SidePanel(props: {
-  me: Participant;
+  me: Person;
   participants: Participant[];
   full: boolean;
   chat: ChatLine[];

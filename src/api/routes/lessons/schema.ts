@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { LessonModeSchema, SubjectModeSchema } from '../../../domain/enums.js';
 
 export const LessonsCreateSchema = z
   .object({
     title: z.string().min(1).max(255),
     external_id: z.string().min(1).max(128).nullable().optional().describe('1-128 characters; null or absent: none'),
-    mode: z.enum(['full', 'board_only']).optional(),
-    subject_mode: z.enum(['generic', 'math', 'physics']).optional().describe('default generic'),
+    mode: LessonModeSchema.optional(),
+    subject_mode: SubjectModeSchema.optional().describe('default generic'),
   })
   .meta({ id: 'LessonCreate' });
 

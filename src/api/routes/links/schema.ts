@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { RoleSchema } from '../../../domain/enums.js';
 
 export const LinksCreateSchema = z
   .object({
     user: z.object({
       id: z.string().min(1).max(128),
       name: z.string().min(1).max(60),
-      role: z.enum(['teacher', 'student']),
+      role: RoleSchema,
     }),
     ttl_minutes: z.number().int().min(15).max(720).default(180),
   })
