@@ -1,6 +1,6 @@
 /**
  * Error frames of the lesson features. They have the gateway's `error` shape
- * (docs/protocol.md) with codes of their own (docs/board-protocol.md, "Errors"):
+ * (docs/protocol.md) with codes of their own (docs/protocol.md, "Errors"):
  * the connection stays open; `ref` names the refused message type.
  */
 export type FeatureErrorCode =

@@ -5,7 +5,7 @@ import type { ClientConnection } from '../../ClientConnection.js';
 /** `origin` of an operation submitted through this node: `<connection id>|<ref>` (connection ids contain no `|`). */
 export const originOf = (conn: ClientConnection, ref: string): string => `${conn.id}|${ref}`;
 
-/** `skipped`: elements of the sender's operation that lost to a newer version (the sender drops them; see board-protocol.md) */
+/** `skipped`: elements of the sender's operation that lost to a newer version (the sender drops them; see docs/protocol.md) */
 const ackFrame = (ref: string, seq: number | null, skipped?: string[]) => JSON.stringify(skipped?.length ? { type: 'board.ack', ref, seq, skipped } : { type: 'board.ack', ref, seq });
 const opsFrame = (ops: SequencedOp[]) => JSON.stringify({ type: 'board.ops', ops: ops.map((o) => ({ seq: o.seq, op: o.op })) });
 

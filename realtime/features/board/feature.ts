@@ -18,7 +18,7 @@ interface LessonBoard {
 const BOARD = lessonKey<LessonBoard>('board');
 
 /**
- * The shared board through the gateway (docs/board-protocol.md, "Board"):
+ * The shared board through the gateway (docs/protocol.md, "Board"):
  * `board.op` is validated, sequenced and stored by the BoardService (Postgres
  * decides the order, across nodes) and acknowledged once durable; committed
  * operations reach every page of the lesson on every node through the

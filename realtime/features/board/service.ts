@@ -122,7 +122,7 @@ export class BoardService {
     }
   }
 
-  /** Board state for a client: everything, or what changed after `since` (docs/board-protocol.md, `board.sync`). */
+  /** Board state for a client: everything, or what changed after `since` (docs/protocol.md, `board.sync`). */
   read(lessonId: string, since?: number): Promise<BoardRead> {
     return this.store.read(lessonId, since);
   }

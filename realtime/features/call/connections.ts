@@ -11,7 +11,7 @@ import type { ClientConnection } from '../../ClientConnection.js';
  * connection id, which names the node). Signals may name the one connection
  * they are for (`to_conn`); the gateway relays them to the person's
  * connections as before, with the sender's `from_conn`, and a page drops
- * those meant for another tab (docs/board-protocol.md, "Video call").
+ * those meant for another tab (docs/protocol.md, "Video call").
  */
 const callIds = new WeakMap<ClientConnection, string>();
 

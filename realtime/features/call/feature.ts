@@ -21,7 +21,7 @@ export function callAllowed(conn: ClientConnection, type: string): boolean {
 }
 
 /**
- * The video call of `full` lessons (docs/board-protocol.md, "Video call"):
+ * The video call of `full` lessons (docs/protocol.md, "Video call"):
  * WebRTC signalling relayed to one person of the same lesson, on whichever
  * node their sockets are, with the sender's id set by the gateway; camera and
  * microphone state kept per lesson (MediaStates) and told to everyone. In

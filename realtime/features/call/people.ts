@@ -20,7 +20,7 @@ interface Entry {
 
 /**
  * Whether a person id is someone in the lesson, on any node: what `rtc.*`
- * needs to answer `error` `not_found` for an unknown `to` (docs/board-protocol.md,
+ * needs to answer `error` `not_found` for an unknown `to` (docs/protocol.md,
  * "Video call"). Presence in Redis is the authority. A "yes" is served from a
  * list read within the last second, so ICE candidates (dozens per call
  * set-up) do not each cost a Redis script; a "no" is only ever answered from

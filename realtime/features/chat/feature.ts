@@ -9,7 +9,7 @@ export const CHAT_HISTORY = 50;
 const HISTORY_TTL_MS = 12 * 3600_000;
 
 /**
- * Chat beside the board (docs/board-protocol.md, "Chat"): a line goes to
+ * Chat beside the board (docs/protocol.md, "Chat"): a line goes to
  * everyone in the lesson on every node, the sender included, with the
  * sender's public id, name and role taken from the link (never from the
  * message). The last 50 lines are kept in Redis (`chat:<lesson>`, 12 hours

@@ -25,7 +25,7 @@ function teacherMay(conn: ClientConnection, type: string, target: string): boole
 }
 
 /**
- * Teacher rights, enforced by the gateway (docs/board-protocol.md, "Teacher
+ * Teacher rights, enforced by the gateway (docs/protocol.md, "Teacher
  * actions"; pinning is a board operation, enforced by the BoardService):
  *
  * - `teacher.mute`: turns a student's camera and/or microphone off and

@@ -44,7 +44,7 @@ type Change = { kind: 'put'; el: BoardElement } | { kind: 'del'; t: Tombstone; p
 
 const CHUNK = 100;
 /**
- * A stroke in progress (docs/board-protocol.md, "Strokes in progress"): its new
+ * A stroke in progress (docs/protocol.md, "Strokes in progress"): its new
  * points go to the others at most every STROKE_DELTA_MS as `board.stroke`
  * (relayed, not stored); the stroke itself is committed once, when the pen
  * lifts. 200 ms (5 a second) looks live to the others and keeps the frames' own
@@ -70,7 +70,7 @@ const changeOf = (c: Change) => (c.kind === 'put' ? c.el : c.t);
 
 /**
  * Keeps the editor and the server's board in step, the way Excalidraw's own
- * collaboration does (docs/board-protocol.md, "Client rules"):
+ * collaboration does (docs/protocol.md, "Client rules"):
  *
  * - `board` is the board as the server ordered it, up to `seq` (live
  *   elements of every page). The server applies a write only when it is newer
