@@ -11,7 +11,7 @@
  * - realtime/presence/MeterMachine.ts (the same transitions in TypeScript,
  *   used by InMemoryPresence and to read the Redis hash).
  * - src/metering/meters.ts (SQL): the idle and orphan sweeps take their cut-off
- *   as a parameter computed here (idleCutoff, orphanCutoff).
+ *   as a parameter (now - SESSION_IDLE_SECONDS, now - orphanMs): no literal.
  * - src/metering/participants.ts (SQL): the 6-hour window is a parameter.
  */
 
@@ -27,7 +27,7 @@ export const METERED_PEOPLE = 2;
  * The idle end: a session ends when nobody has been present for
  * SESSION_IDLE_SECONDS (this default; tests set 2). `ended_at` is the moment
  * the lesson became empty, not the end of the wait. Whoever notices first
- * applies it: the sweeper (idleCutoff, Lua claim_end) or the next arrival
+ * applies it: the sweeper (findIdleSessions, Lua claim_end) or the next arrival
  * (Lua on_count, MeterMachine.onCount).
  */
 export const SESSION_IDLE_SECONDS_DEFAULT = 300;
@@ -35,11 +35,6 @@ export const SESSION_IDLE_SECONDS_DEFAULT = 300;
 /** Whether a lesson empty since `emptySince` has waited out the idle end at `now` (ms). */
 export function idleEndDue(emptySince: number, now: number, idleMs: number): boolean {
   return now - emptySince >= idleMs;
-}
-
-/** Postgres side of the idle end: sessions empty since this moment or earlier are due. */
-export function idleCutoff(now: number, idleMs: number): Date {
-  return new Date(now - idleMs);
 }
 
 /**
@@ -67,11 +62,6 @@ export const FLUSH_SECONDS_MAX = 9;
  */
 export function orphanMs(flushMs: number, leaseMs: number): number {
   return 3 * flushMs + leaseMs + 2 * renewMs(leaseMs);
-}
-
-/** Postgres side of the orphan rule. */
-export function orphanCutoff(now: number, flushMs: number, leaseMs: number): Date {
-  return new Date(now - orphanMs(flushMs, leaseMs));
 }
 
 /**
