@@ -1,27 +1,7 @@
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { PARTICIPANT_JOINED_WINDOW_MS, rebuildMs, renewMs } from '../../src/metering/rules.js';
 import * as M from './MeterMachine.js';
-import type {
-  Change,
-  JoinInput,
-  JoinResult,
-  LeaveResult,
-  MeterState,
-  Presence,
-  PublicPerson,
-  ReapedLesson,
-  SeedLoader,
-  TickResult,
-} from './Presence.js';
-
-export interface InMemoryPresenceOptions {
-  idleMs: number;
-  leaseMs: number;
-  flushMs: number;
-  graceMs: number;
-  startRetryMs: number;
-  loadSeed: SeedLoader;
-}
+import type { Change, JoinInput, JoinResult, LeaveResult, MeterState, Presence, PresenceOptions, PublicPerson, ReapedLesson, TickResult } from './Presence.js';
 
 interface Lesson {
   /** conn -> node and person */
@@ -52,7 +32,7 @@ export class InMemoryPresence implements Presence {
   /** when this state began (the rebuild window, rules.ts rebuildMs) */
   private epochAt: number | null = null;
 
-  constructor(private readonly opts: InMemoryPresenceOptions) {}
+  constructor(private readonly opts: PresenceOptions) {}
 
   async warmUp(): Promise<void> {}
 

@@ -104,5 +104,17 @@ export interface Presence {
   leaveNode(node: string): Promise<void>;
 }
 
+/** The timing every implementation takes (realtime/timing.ts), and where seeds come from. */
+export interface PresenceOptions {
+  idleMs: number;
+  leaseMs: number;
+  flushMs: number;
+  /** how long re-registration after a state loss may take before the meter is reconciled */
+  graceMs: number;
+  /** a pending session start not confirmed within this is taken over by another node */
+  startRetryMs: number;
+  loadSeed: SeedLoader;
+}
+
 /** Reads what Postgres knows of a lesson's meter, for Redis to be seeded with. */
 export type SeedLoader = (lessonId: string) => Promise<MeterSeed | undefined>;

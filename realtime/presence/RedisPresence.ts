@@ -11,23 +11,15 @@ import type {
   LeaveResult,
   MeterState,
   Presence,
+  PresenceOptions,
   PublicPerson,
   ReapedLesson,
-  SeedLoader,
   TickResult,
 } from './Presence.js';
 
-export interface RedisPresenceOptions {
+export interface RedisPresenceOptions extends PresenceOptions {
   /** key namespace under REDIS_KEY_PREFIX */
   namespace?: string;
-  idleMs: number;
-  leaseMs: number;
-  flushMs: number;
-  /** how long re-registration after a Redis loss may take before the meter is reconciled */
-  graceMs: number;
-  /** a pending session start not confirmed within this is taken over by another node */
-  startRetryMs: number;
-  loadSeed: SeedLoader;
 }
 
 type Reply = (string | number | Reply)[];

@@ -2,15 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { rebuildMs, renewMs } from '../../src/metering/rules.js';
-import type { InMemoryPresenceOptions } from '../../realtime/presence/InMemoryPresence.js';
-import type { Presence, PublicPerson } from '../../realtime/presence/Presence.js';
+import type { Presence, PresenceOptions, PublicPerson } from '../../realtime/presence/Presence.js';
 
 /** One Presence under test, and a way to make it lose its state (a Redis restart). */
 export interface PresenceHarness {
   presence: Presence;
   lose(): Promise<void>;
 }
-export type PresenceFactory = (opts: InMemoryPresenceOptions) => PresenceHarness;
+export type PresenceFactory = (opts: PresenceOptions) => PresenceHarness;
 
 const OPTS = { idleMs: 300_000, leaseMs: 10_000, flushMs: 5_000, graceMs: 7_000, startRetryMs: 10_000 };
 const T = 1_800_000_000_000;
@@ -33,7 +32,15 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
     const p = h.presence;
     const join = (l: string, conn: string, who: string, now: number, node = 'n1', rejoin = false) =>
       p.join(l, { now, node, conn, person: `h-${who}`, info: person(who), rejoin });
-    return { ...h, p, seeds, join };
+    /** Ann and Bob in a new lesson from T, session `sessionId` bound: a running meter (conns 'a', 'b'). */
+    const running = async (sessionId: number) => {
+      const l = lesson();
+      await join(l, 'a', 'ann', T);
+      await join(l, 'b', 'bob', T);
+      await p.setSession(l, sessionId, T, 0, T);
+      return l;
+    };
+    return { ...h, p, seeds, join, running };
   }
 
   describe(`Presence (${name})`, () => {
@@ -78,11 +85,8 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
     });
 
     it('dates a departure at the socket’s last sign of life when the gateway knows it, never later than now', async () => {
-      const { p, join } = await fresh();
-      const l = lesson();
-      await join(l, 'a', 'ann', T);
-      await join(l, 'b', 'bob', T);
-      await p.setSession(l, 5, T, 0, T);
+      const { p, join, running } = await fresh();
+      const l = await running(5);
       // Bob's socket went silent at T + 12 s; the idle timeout found it at T + 32 s
       const left = await p.leave(l, 'b', T + 32_000, T + 12_000);
       expect(left!.meter).toMatchObject({ state: 'paused', accMs: 12_000, pausedAt: T + 12_000 });
@@ -93,11 +97,8 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
     });
 
     it('ends an idle session on the next arrival when no sweeper did, dated when the lesson became empty', async () => {
-      const { p, join } = await fresh();
-      const l = lesson();
-      await join(l, 'a', 'ann', T);
-      await join(l, 'b', 'bob', T);
-      await p.setSession(l, 7, T, 0, T);
+      const { p, join, running } = await fresh();
+      const l = await running(7);
       await p.leave(l, 'a', T + 60_000);
       await p.leave(l, 'b', T + 61_000);
       const back = await join(l, 'a2', 'ann', T + 61_000 + 300_000);
@@ -113,11 +114,8 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
     });
 
     it('lets the idle sweeper claim an end only after SESSION_IDLE_SECONDS with nobody present, once, dated when the lesson became empty', async () => {
-      const { p, join } = await fresh();
-      const l = lesson();
-      await join(l, 'a', 'ann', T);
-      await join(l, 'b', 'bob', T);
-      await p.setSession(l, 9, T, 0, T);
+      const { p, join, running } = await fresh();
+      const l = await running(9);
       expect(await p.claimEnd(l, 9, T + 400_000)).toEqual({ kind: 'busy' }); // people present
       await p.leave(l, 'a', T + 30_000);
       await p.leave(l, 'b', T + 30_000);
@@ -190,11 +188,8 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
     });
 
     it('ends the session of a deleted lesson at archived_at, and archives a lesson without a session quietly', async () => {
-      const { p, join } = await fresh();
-      const l = lesson();
-      await join(l, 'a', 'ann', T);
-      await join(l, 'b', 'bob', T);
-      await p.setSession(l, 21, T, 0, T);
+      const { p, join, running } = await fresh();
+      const l = await running(21);
       const m = await p.archiveEnd(l, T + 42_500, T + 43_000);
       expect(m).toMatchObject({ state: 'idle', pendingEnd: { sessionId: 21, seconds: 42, endAt: T + 42_500, chargeAt: T + 42_500 } });
       expect(await p.archiveEnd(l, T + 42_500, T + 44_000)).toEqual(m); // asked again: the same end
