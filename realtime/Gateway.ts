@@ -304,7 +304,7 @@ export class Gateway implements GatewayApi {
     const batch = this.pendingLeaves.splice(0);
     for (const p of batch) {
       try {
-        const res = await this.presence.leave(p.lessonId, p.connId, p.at);
+        const res = await this.presence.leave(p.lessonId, p.connId, this.now(), p.at);
         if (res) this.applyDeparture(p.lessonId, res.last && res.person ? [res.person] : [], res, p.at);
       } catch {
         this.pendingLeaves.push(p);

@@ -102,8 +102,14 @@ export class Meter {
     const items: MeteredItem[] = [];
     for (const r of due) {
       const m = r.meter!;
+      // A meter rebuilt from Postgres is not charged before it settles (MeterMachine.settle):
+      // it may yet pause in the past (a departure reported while Redis was away), and a
+      // watermark charge cannot be taken back. The balance catches up at the next flush.
+      if (m.seededAt !== null) continue;
       const sessionId = sessionOf(m)!;
-      const cum = meteredSeconds(m, now);
+      // up to where presence is certain: a node that died since its last renewal is reaped dated then
+      const upTo = Math.min(now, r.safeUntil);
+      const cum = meteredSeconds(m, upTo);
       const running = runningSince(m) !== null;
       if (cum > (this.charged.get(sessionId) ?? -1) || running) {
         items.push({ sessionId, cumulativeSeconds: cum, at: new Date(running ? now : (pausedAtOf(m) ?? now)), people: m.peopleMax || undefined });

@@ -31,6 +31,8 @@ export class InMemoryPresence implements Presence {
   private readonly joined = new Map<string, Map<string, number>>();
   /** when this state began (the rebuild window, rules.ts rebuildMs) */
   private epochAt: number | null = null;
+  /** lesson -> latest departure reported while rebuilding, before the lesson had a meter again (l:<lesson>:g) */
+  private readonly lostDepartures = new Map<string, number>();
 
   constructor(private readonly opts: PresenceOptions) {}
 
@@ -42,6 +44,7 @@ export class InMemoryPresence implements Presence {
     this.nodes.clear();
     this.nodeConns.clear();
     this.joined.clear();
+    this.lostDepartures.clear();
     this.epochAt = null;
   }
 
@@ -51,7 +54,7 @@ export class InMemoryPresence implements Presence {
     const { now } = input;
     this.epoch(now);
     const l = this.lesson(lessonId);
-    let m = l.meter ?? M.seedMeter(seed!, now);
+    let m = l.meter ?? this.seeded(lessonId, seed!, now);
     let first = false;
     let announce = false;
     let fx: M.Transition[] = [];
@@ -79,17 +82,22 @@ export class InMemoryPresence implements Presence {
         }
       }
     }
-    l.meter = m;
+    this.store(lessonId, m);
     return { first, announce, count: l.people.size, meter: m, effects: fx, people: [...l.info.values()] };
   }
 
   /** LEAVE */
   async leave(lessonId: string, conn: string, now: number, at = now): Promise<LeaveResult | undefined> {
+    const rebuilding = now < this.epoch(now) + rebuildMs(this.opts.leaseMs);
     const l = this.lessons.get(lessonId);
-    if (!l) return undefined;
-    const before = l.people.size;
-    const d = this.dropConn(lessonId, l, conn);
-    if (!d) return undefined;
+    const before = l?.people.size ?? 0;
+    const d = l && this.dropConn(lessonId, l, conn);
+    if (!l || !d) {
+      const when = Math.min(now, at);
+      if (rebuilding && l?.meter) l.meter = M.lostDeparture(l.meter, when) ?? l.meter;
+      else if (rebuilding && !l?.meter) this.lostDepartures.set(lessonId, Math.max(this.lostDepartures.get(lessonId) ?? when, when));
+      return undefined;
+    }
     const after = l.people.size;
     if (!l.meter) return { last: d.last, person: d.info, count: after, meter: null, effects: [] };
     const r = M.onCount(l.meter, before, after, Math.min(now, at), now, this.opts.idleMs);
@@ -151,7 +159,7 @@ export class InMemoryPresence implements Presence {
     const rebuildUntil = this.epoch(now) + rebuildMs(o.leaseMs);
     return lessonIds.map((lessonId) => {
       const l = this.lessons.get(lessonId);
-      if (!l?.meter) return { lessonId, due: false, count: 0, meter: null, effects: [] };
+      if (!l?.meter) return { lessonId, due: false, count: 0, meter: null, effects: [], safeUntil: now };
       const count = l.people.size;
       const r = M.settle(l.meter, count, now, { graceMs: o.graceMs, rebuildUntil, startRetryMs: o.startRetryMs });
       let m = r.m;
@@ -161,7 +169,9 @@ export class InMemoryPresence implements Presence {
         due = true;
       }
       l.meter = m;
-      return { lessonId, due, count, meter: m, effects: r.fx };
+      let safeUntil = now;
+      if (due) for (const c of l.conns.values()) safeUntil = Math.min(safeUntil, this.nodes.get(c.node)?.due ?? now);
+      return { lessonId, due, count, meter: m, effects: r.fx, safeUntil };
     });
   }
 
@@ -179,19 +189,18 @@ export class InMemoryPresence implements Presence {
     const seed = this.lessons.get(lessonId)?.meter ? undefined : await this.seed(lessonId);
     const rebuildUntil = this.epoch(now) + rebuildMs(this.opts.leaseMs);
     const l = this.lessons.get(lessonId);
-    const m = l?.meter ?? M.seedMeter(seed!, now);
+    const m = l?.meter ?? this.seeded(lessonId, seed!, now);
     const r = M.claimIdleEnd(m, sessionId, l?.people.size ?? 0, now, this.opts.idleMs, rebuildUntil);
     if (r.kind !== 'end') return r;
-    this.lesson(lessonId).meter = r.m;
+    this.store(lessonId, r.m);
     return { kind: 'end', meter: r.m };
   }
 
   /** ARCHIVE_END */
   async archiveEnd(lessonId: string, archivedAt: number, now: number): Promise<MeterState | undefined> {
     const seed = this.lessons.get(lessonId)?.meter ? undefined : await this.seed(lessonId);
-    const l = this.lesson(lessonId);
-    const r = M.archive(l.meter ?? M.seedMeter(seed!, now), archivedAt, now);
-    l.meter = r.m;
+    const r = M.archive(this.lessons.get(lessonId)?.meter ?? this.seeded(lessonId, seed!, now), archivedAt, now);
+    this.store(lessonId, r.m);
     return r.kind === 'end' ? r.m : undefined;
   }
 
@@ -210,11 +219,13 @@ export class InMemoryPresence implements Presence {
     const seed = this.lessons.get(lessonId)?.meter ? undefined : await this.seed(lessonId);
     const rebuildUntil = this.epoch(now) + rebuildMs(this.opts.leaseMs);
     const l = this.lessons.get(lessonId);
-    const m = l?.meter ?? M.seedMeter(seed!, now);
-    const confirmedAt = (l?.meter ? null : (seed?.confirmedAt?.getTime() ?? null)) ?? m.seededAt ?? now;
+    const m = l?.meter ?? this.seeded(lessonId, seed!, now);
+    const base = (l?.meter ? null : (seed?.confirmedAt?.getTime() ?? null)) ?? m.seededAt ?? now;
+    // a departure reported while rebuilding is a later sign of presence than the last heartbeat
+    const confirmedAt = Math.max(base, m.goneAt ?? base);
     const r = M.claimOrphan(m, sessionId, l?.people.size ?? 0, confirmedAt, now, rebuildUntil);
     if (r.kind !== 'ok') return undefined;
-    this.lesson(lessonId).meter = r.m;
+    this.store(lessonId, r.m);
     return r.m;
   }
 
@@ -270,6 +281,12 @@ export class InMemoryPresence implements Presence {
     return { last: true, info };
   }
 
+  /** save_meter */
+  private store(lessonId: string, m: MeterState): void {
+    this.lesson(lessonId).meter = m;
+    this.lostDepartures.delete(lessonId);
+  }
+
   /** maybe_forget */
   private saveOrForget(lessonId: string, l: Lesson, m: MeterState): void {
     if (M.forgettable(m, l.people.size)) this.lessons.delete(lessonId);
@@ -280,5 +297,10 @@ export class InMemoryPresence implements Presence {
     const s = await this.opts.loadSeed(lessonId);
     if (!s) throw new Error(`lesson ${lessonId} not found`);
     return s;
+  }
+
+  /** seed_meter: the meter from Postgres, with the departures reported before it existed (forgotten once it is stored: store()). */
+  private seeded(lessonId: string, seed: MeterSeed, now: number): MeterState {
+    return M.seedMeter(seed, now, this.lostDepartures.get(lessonId) ?? null);
   }
 }

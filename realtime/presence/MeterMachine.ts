@@ -35,6 +35,8 @@ interface Common {
   flushAt: number | null;
   /** the meter was rebuilt from Postgres then (Redis had lost it), until settled */
   seededAt: number | null;
+  /** latest departure, reported while rebuilding, of a connection Redis had lost (lostDeparture) */
+  goneAt: number | null;
 }
 
 /** A session the rules ended, to be written to Postgres (finishSession), then cleared. */
@@ -157,6 +159,7 @@ export function parseMeter(f: Record<string, string | undefined>): MeterState {
         : { sessionId: n(f.end_sid)!, seconds: n(f.end_cum) ?? 0, chargeAt: n(f.end_charge_at) ?? n(f.end_at)!, endAt: n(f.end_at)! },
     flushAt: n(f.flush_at),
     seededAt: n(f.seeded_at),
+    goneAt: n(f.gone),
   };
   const sid = n(f.sid);
   const since = n(f.since);
@@ -178,14 +181,16 @@ export function parseMeter(f: Record<string, string | undefined>): MeterState {
 const bump = (m: MeterState, now: number): MeterState => ({ ...m, seq: Math.max(m.seq + 1, now) });
 
 /** The meter of a lesson Redis had no meter for, from what Postgres knew (readMeterSeed). */
-export function seedMeter(s: MeterSeed, now: number): MeterState {
+export function seedMeter(s: MeterSeed, now: number, goneAt: number | null = null): MeterState {
   const common: Common = {
     seq: Math.max(s.seq, now),
     emptySince: s.emptySince?.getTime() ?? null,
     peopleMax: 0,
     pendingEnd: null,
     flushAt: null,
-    seededAt: now,
+    // only a running session has anything to reconcile with the re-registered sockets (settle)
+    seededAt: s.sessionId === null ? null : now,
+    goneAt,
   };
   if (s.sessionId === null) return { ...common, state: 'idle' };
   const accMs = Math.round(s.accMs);
@@ -241,6 +246,7 @@ export function pendEnd(m: WithSession, endAt: number): Idle {
     peopleMax: 0,
     flushAt: m.flushAt,
     seededAt: m.seededAt,
+    goneAt: m.goneAt,
     pendingEnd: { sessionId: m.sessionId, seconds: Math.floor(m.accMs / 1000), chargeAt: pausedAt ?? endAt, endAt },
   };
 }
@@ -303,13 +309,15 @@ export function settle(
   const fx: Transition[] = [];
   const seeded = m.seededAt;
   if (seeded !== null && now >= Math.max(seeded + t.graceMs, t.rebuildUntil)) {
-    m = { ...m, seededAt: null };
+    // at the latest departure reported for a connection Redis had lost, if earlier
+    const stop = Math.min(seeded, m.goneAt ?? seeded);
+    m = { ...m, seededAt: null, goneAt: null };
     if (count < METERED_PEOPLE && runningSince(m) !== null) {
-      m = pause(m, seeded);
+      m = pause(m, stop);
       fx.push('pause');
     }
     if (count === 0 && m.emptySince === null) {
-      m = { ...m, emptySince: seeded };
+      m = { ...m, emptySince: stop };
       fx.push('empty');
     }
     if (count >= METERED_PEOPLE && m.state !== 'running' && runningSince(m) === null) {
@@ -397,7 +405,19 @@ export function claimOrphan(
   if (count > 0 || now < rebuildUntil || sessionOf(m) !== sessionId) return { kind: 'busy' };
   let out = pause(m, confirmedAt);
   if (out.emptySince === null) out = { ...out, emptySince: confirmedAt };
-  return { kind: 'ok', m: bump({ ...out, seededAt: null }, now) };
+  return { kind: 'ok', m: bump({ ...out, seededAt: null, goneAt: null }, now) };
+}
+
+/**
+ * lostDeparture: a node reports a departure (at `at`) of a connection Redis
+ * no longer has, while Redis is rebuilding from the live nodes: a rebuilt
+ * meter remembers the latest, so its settle pauses then (the count only falls
+ * while Redis is away: arrivals are refused), not when Redis was seeded.
+ * null: nothing to remember (the meter was not rebuilt).
+ */
+export function lostDeparture(m: MeterState, at: number): MeterState | null {
+  if (m.seededAt === null) return null;
+  return { ...m, goneAt: Math.max(m.goneAt ?? at, at) };
 }
 
 /** Nothing left to remember about an empty lesson without a session (maybe_forget). */
@@ -406,5 +426,5 @@ export function forgettable(m: MeterState, count: number): boolean {
 }
 
 function common(m: MeterState): Common {
-  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt };
+  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt, goneAt: m.goneAt };
 }

@@ -53,6 +53,12 @@ export interface TickResult extends Change {
   lessonId: string;
   /** this node claimed the periodic flush of the lesson */
   due: boolean;
+  /**
+   * Presence is certain up to here (<= now): the earliest next-renewal time
+   * of the nodes with people in the lesson. A node that died since is reaped
+   * with its departures dated then, so a flush charges no further.
+   */
+  safeUntil: number;
 }
 
 export interface JoinInput {

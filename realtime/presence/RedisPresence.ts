@@ -89,7 +89,7 @@ export class RedisPresence implements Presence {
   }
 
   async leave(lessonId: string, conn: string, now: number, at = now): Promise<LeaveResult | undefined> {
-    const res = await this.run.gwLeave(this.root, now, this.opts.idleMs, conn, lessonId, at);
+    const res = await this.run.gwLeave(this.root, now, this.opts.idleMs, conn, lessonId, at, rebuildMs(this.opts.leaseMs));
     if (res[0] === 'gone') return undefined;
     return {
       last: res[1] === 1,
@@ -124,10 +124,10 @@ export class RedisPresence implements Presence {
     for (const r of res as Reply[]) {
       const lessonId = r[0] as string;
       if (r[1] === 'seed') {
-        out.push({ lessonId, due: false, count: 0, meter: null, effects: [] });
+        out.push({ lessonId, due: false, count: 0, meter: null, effects: [], safeUntil: now });
         continue;
       }
-      out.push({ lessonId, due: r[2] === 1, count: Number(r[3]), meter: parseMeter(r[4] as Reply), effects: r[5] as Effect[] });
+      out.push({ lessonId, due: r[2] === 1, count: Number(r[3]), meter: parseMeter(r[4] as Reply), effects: r[5] as Effect[], safeUntil: Number(r[6]) });
     }
     return out;
   }

@@ -24,6 +24,7 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
  *   ARCHIVE_END         archive                        -
  *   CLEAR_END           clearEnd                       -
  *   ORPHAN              claimOrphan                    -
+ *   LEAVE, conn gone    lostDeparture                  -
  *   maybe_forget        forgettable                    -
  *
  * The rules they repeat come from src/metering/rules.ts: METERED_PEOPLE is
@@ -41,6 +42,7 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
  *   <root>l:<lesson>:i     HASH  person -> public JSON {id,name,role}
  *   <root>l:<lesson>:m     HASH  the meter (fields in METER_FIELDS)
  *   <root>l:<lesson>:j     HASH  person -> ms of the last participant.joined (a filter; Postgres decides)
+ *   <root>l:<lesson>:g     STRING latest departure reported while rebuilding, before the lesson had a meter again
  *   <root>due              HASH  node -> when its next lease renewal is due (ms): a dead node's departures are dated then
  *   <root>epoch            STRING when this Redis state began (ms): set by the first script that finds none
  *                          (a new or restarted Redis); for rebuild_ms after it nothing decides a lesson is empty
@@ -64,6 +66,7 @@ export const METER_FIELDS = [
   'end_at', // its ended_at
   'flush_at', // last periodic flush claimed
   'seeded_at', // the meter was rebuilt from Postgres then ('' otherwise)
+  'gone', // latest departure, reported while rebuilding, of a connection Redis had lost ('' none)
 ] as const;
 
 const LIB = `
@@ -98,18 +101,24 @@ local function save_meter(l, m)
   local args = {}
   for _, f in ipairs(FIELDS) do args[#args + 1] = f; args[#args + 1] = m[f] end
   redis.call('HSET', K(l, 'm'), unpack(args))
+  -- the departures remembered before this meter existed are in it now
+  if m.adopt_g then redis.call('DEL', K(l, 'g')) end
 end
 
 -- seed: "seq|sid|acc|since|empty|confirmed" from Postgres (src/metering/meters.ts readMeterSeed)
-local function seed_meter(seed, now)
+local function seed_meter(l, seed, now)
   local p = split(seed, '|')
   local m = {}
   for _, f in ipairs(FIELDS) do m[f] = '' end
   m.seq = F(math.max(N(p[1]) or 0, now))
   m.sid = p[2]; m.acc = (p[3] ~= '' and p[3]) or '0'; m.since = p[4]; m.empty = p[5]
   m.pmax = '0'
-  m.seeded_at = F(now)
+  -- only a running session has anything to reconcile with the re-registered sockets (settle)
+  m.seeded_at = (m.sid ~= '' and F(now)) or ''
   m.confirmed = p[6]
+  -- departures the nodes reported while Redis was rebuilding, before this meter existed
+  m.gone = redis.call('GET', K(l, 'g')) or ''
+  m.adopt_g = m.gone ~= ''
   return m
 end
 
@@ -223,7 +232,7 @@ epoch(now)
 local m = load_meter(l)
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
+  m = seed_meter(l, seed, now)
 end
 local first, announce, fx = 0, 0, {}
 if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
@@ -252,15 +261,28 @@ return { 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), fx,
 `;
 
 /**
- * leave: ARGV now, idle_ms, conn, lesson, at (the departure's date: the socket's last sign of life)
+ * leave: ARGV now, idle_ms, conn, lesson, at (the departure's date: the socket's last sign of life), rebuild_ms
  * -> {'gone'} | {'ok', last, info, count, meter[...], fx[...]}
  */
 export const LEAVE = `${LIB}
 local now, idle, conn, l = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local at = math.min(now, tonumber(ARGV[5]) or now)
+local rebuild_until = epoch(now) + tonumber(ARGV[6])
 local before = redis.call('HLEN', K(l, 'p'))
 local d = drop_conn(l, conn)
-if not d then return { 'gone' } end
+if not d then
+  -- lostDeparture: Redis lost this connection (it is rebuilding): remember when
+  -- its person left, so the settle pauses the rebuilt meter then, not at the seed.
+  if now < rebuild_until then
+    local m = load_meter(l)
+    if m then
+      if m.seeded_at ~= '' then m.gone = F(math.max(N(m.gone) or at, at)); save_meter(l, m) end
+    else
+      redis.call('SET', K(l, 'g'), F(math.max(N(redis.call('GET', K(l, 'g'))) or at, at)), 'PX', 600000)
+    end
+  end
+  return { 'gone' }
+end
 local after = redis.call('HLEN', K(l, 'p'))
 local m = load_meter(l)
 if not m then return { 'ok', d[2], d[3], after, {}, {} } end
@@ -338,7 +360,7 @@ return out
 
 /**
  * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, rebuild_ms, lessons...
- * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...]}
+ * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...], safe_until}
  * Periodic work of a node for the lessons it serves: retries a pending start,
  * settles a meter rebuilt from Postgres once every node had time to
  * re-register, and claims the periodic flush (one node per interval).
@@ -359,9 +381,11 @@ for i = 7, #ARGV do
     if seeded and now >= math.max(seeded + grace, rebuild_until) then
       -- settle: re-registration is over: what Postgres remembered and what the
       -- live connections say are reconciled, dated when Redis was seeded.
-      m.seeded_at = ''
-      if count < METERED and m.since ~= '' then pause(m, seeded); fx[#fx + 1] = 'pause' end
-      if count == 0 and m.empty == '' then m.empty = F(seeded); fx[#fx + 1] = 'empty' end
+      -- (at the latest departure reported for a connection Redis had lost, if earlier)
+      local stop = math.min(seeded, N(m.gone) or seeded)
+      m.seeded_at = ''; m.gone = ''
+      if count < METERED and m.since ~= '' then pause(m, stop); fx[#fx + 1] = 'pause' end
+      if count == 0 and m.empty == '' then m.empty = F(stop); fx[#fx + 1] = 'empty' end
       if count >= METERED and m.since == '' then fx[#fx + 1] = start_run(m, now) end
     end
     if m.sid == '' and m.start_at ~= '' and now - (N(m.start_claim) or 0) >= retry then
@@ -371,7 +395,21 @@ for i = 7, #ARGV do
     if m.flush_at == '' or now - N(m.flush_at) >= flush - 250 then m.flush_at = F(now); due = 1 end
     if #fx > 0 then bump(m, now) end
     save_meter(l, m)
-    out[#out + 1] = { l, 'ok', due, count, meter_out(m), fx }
+    -- Presence is certain only up to when the next renewal of every node with
+    -- people here is due: a node that died since is reaped dated then, and a
+    -- flush must not charge past it (a watermark cannot be taken back).
+    local safe, seen = now, {}
+    if due == 1 then
+      for _, v in ipairs(redis.call('HVALS', K(l, 'c'))) do
+        local node = split(v, ' ')[1]
+        if not seen[node] then
+          seen[node] = true
+          local d = N(redis.call('HGET', root .. 'due', node))
+          if d and d < safe then safe = d end
+        end
+      end
+    end
+    out[#out + 1] = { l, 'ok', due, count, meter_out(m), fx, F(safe) }
   end
 end
 return out
@@ -411,7 +449,7 @@ local rebuild_until = epoch(now) + tonumber(ARGV[6])
 local m = load_meter(l)
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
+  m = seed_meter(l, seed, now)
 end
 local count = redis.call('HLEN', K(l, 'p'))
 if m.end_sid == sid then return { 'end', meter_out(m) } end
@@ -438,7 +476,7 @@ local now, l, at, seed = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local m = load_meter(l)
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
+  m = seed_meter(l, seed, now)
 end
 if m.end_sid ~= '' then return { 'end', meter_out(m) } end
 if m.sid == '' then
@@ -483,14 +521,16 @@ local rebuild_until = epoch(now) + tonumber(ARGV[5])
 local m = load_meter(l)
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
+  m = seed_meter(l, seed, now)
 end
 local count = redis.call('HLEN', K(l, 'p'))
 if count > 0 or m.sid ~= sid or now < rebuild_until then return { 'busy' } end
 local at = N(m.confirmed) or N(m.seeded_at) or now
+-- a departure reported while rebuilding is a later sign of presence than the last heartbeat
+if N(m.gone) and N(m.gone) > at then at = N(m.gone) end
 if m.since ~= '' then pause(m, at) end
 if m.empty == '' then m.empty = F(at) end
-m.seeded_at = ''
+m.seeded_at = ''; m.gone = ''
 bump(m, now)
 save_meter(l, m)
 return { 'ok', meter_out(m) }

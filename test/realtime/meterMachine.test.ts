@@ -22,7 +22,7 @@ describe('the meter hash is read into exactly one state', () => {
 });
 
 describe('the two-person rule (METERED_PEOPLE)', () => {
-  const idle: MeterState = { state: 'idle', seq: 0, emptySince: null, peopleMax: 0, pendingEnd: null, flushAt: null, seededAt: null };
+  const idle: MeterState = { state: 'idle', seq: 0, emptySince: null, peopleMax: 0, pendingEnd: null, flushAt: null, seededAt: null, goneAt: null };
 
   it('meters from the moment the METERED_PEOPLE-th distinct person is present, and not before', () => {
     expect(METERED_PEOPLE).toBe(2);

@@ -145,6 +145,22 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(reaped[0].meter).toMatchObject({ state: 'starting', pausedAt: due, accMs: due - T });
     });
 
+    it('tells a flushing node how far presence is certain: up to the next renewal due of every node with people in the lesson', async () => {
+      const { p, join } = await fresh();
+      const l = lesson();
+      await p.heartbeat('na', T);
+      await p.heartbeat('nb', T);
+      await join(l, 'x', 'ann', T, 'na');
+      await join(l, 'y', 'bob', T, 'nb');
+      await p.heartbeat('na', T + 3000); // nb renews no more (it died)
+      await p.heartbeat('na', T + 6000);
+      const [r] = await p.tick([l], T + 8000);
+      expect(r).toMatchObject({ due: true, safeUntil: T + renewMs(OPTS.leaseMs) });
+      await p.heartbeat('nb', T + 12_000); // it was only slow
+      await p.heartbeat('na', T + 12_000);
+      expect((await p.tick([l], T + 13_000))[0]).toMatchObject({ due: true, safeUntil: T + 13_000 });
+    });
+
     it('leaves a node alone that renewed its lease in time, and tells a node whose lease was lost', async () => {
       const { p } = await fresh();
       const node = `n-${randomBase62(4)}`;
@@ -238,6 +254,32 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(settled[0]).toMatchObject({ effects: [], meter: { state: 'running', since: T - 100_000, seededAt: null } });
       // after the window, a lesson nobody re-registered is an orphan, stopped at its last confirmed presence
       expect(await p.orphan(quiet, 32, T + rebuildMs(OPTS.leaseMs))).toMatchObject({ state: 'paused', pausedAt: T - 40_000, accMs: 60_000 });
+    });
+
+    it('after losing its state, pauses a rebuilt meter when the departed person left (reported by their node), not when Redis came back', async () => {
+      const { p, seeds, join, lose } = await fresh();
+      const seed = (sessionId: number): MeterSeed => ({ seq: 5, sessionId, accMs: 0, runningSince: new Date(T - 100_000), emptySince: null, confirmedAt: new Date(T - 40_000) });
+      const [early, late, both] = [lesson(), lesson(), lesson()];
+      seeds.set(early, seed(41));
+      seeds.set(late, seed(42));
+      seeds.set(both, seed(43));
+      await lose();
+      // Bob left each lesson at T - 20 s while Redis was down; his node reports it when Redis is back
+      expect(await p.leave(early, 'bob-early', T + 1000, T - 20_000)).toBeUndefined(); // before anyone re-registered
+      await join(early, 'a', 'ann', T + 3000, 'n1', true);
+      await join(late, 'a', 'ann', T + 3000, 'n1', true);
+      expect(await p.leave(late, 'bob-late', T + 3500, T - 20_000)).toBeUndefined(); // after Ann re-registered
+      // nobody stayed in `both`: Ann left at T - 30 s, Bob at T - 10 s
+      await p.leave(both, 'ann-both', T + 1500, T - 30_000);
+      await p.leave(both, 'bob-both', T + 1600, T - 10_000);
+
+      const after = T + 1000 + rebuildMs(OPTS.leaseMs) + 1000;
+      for (const l of [early, late]) {
+        const [r] = await p.tick([l], after);
+        expect(r.effects).toEqual(['pause']);
+        expect(r.meter).toMatchObject({ state: 'paused', pausedAt: T - 20_000, accMs: 80_000, goneAt: null });
+      }
+      expect(await p.orphan(both, 43, after)).toMatchObject({ state: 'paused', pausedAt: T - 10_000, accMs: 90_000, emptySince: T - 10_000 });
     });
   });
 }

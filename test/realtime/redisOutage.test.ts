@@ -96,3 +96,36 @@ describe('Redis down, then back empty, while everyone stays', () => {
     }, 90_000);
   }
 });
+
+describe('a departure while Redis is down', () => {
+  it('is billed until the person left, not until Redis came back (the node reports it; the rebuilt meter pauses then)', async () => {
+    const f = await lessonWithLinks(sql, { minutes: 100 });
+    const a = await join(n1.wsUrl(await f.link('a', { at: clock.now() })));
+    const b = await join(n2.wsUrl(await f.link('b', { at: clock.now() })));
+    await Promise.all([n1.settle(), n2.settle()]);
+    await advance(sec(10));
+    await run(['flush', 'sweep']);
+
+    await redis.kill();
+    clock.advance(sec(15));
+    await b.close(); // Bob leaves 15 s into the outage: Ann is alone from here on
+    await n2.settle();
+    clock.advance(sec(45));
+    await run(['heartbeat', 'flush', 'sweep']); // all fail: Redis is away
+    redis = await spawnRedis(redis.port);
+    await redisReady([n1, n2]);
+    await run(['sweep', 'flush', 'sweep']);
+    await run(['heartbeat', 'flush', 'sweep']); // re-register, and report Bob's departure
+    await advance(sec(11));
+    await run(['flush', 'sweep']);
+    await advance(sec(9));
+    await run(['flush']);
+
+    const [s] = await sessionsOf(sql, f.lesson.id);
+    expect(s).toMatchObject({ seconds: 25, ended_at: null }); // 10 s before the outage + 15 s into it
+    expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(25);
+    expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
+    await a.close();
+    await n1.settle();
+  }, 90_000);
+});
