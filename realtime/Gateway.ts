@@ -308,7 +308,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private async leave(conn: ClientConnection, at: number): Promise<void> {
     let res;
     try {
-      res = await this.presence.leave(conn.lessonId, conn.id, at);
+      res = await this.presence.leave(conn.lessonId, conn.id, this.now(), at);
     } catch (err) {
       this.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'presence unavailable at leave; will retry');
       this.pendingLeaves.push({ conn, at });
@@ -337,7 +337,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     for (const p of batch) {
       let res;
       try {
-        res = await this.presence.leave(p.conn.lessonId, p.conn.id, p.at);
+        res = await this.presence.leave(p.conn.lessonId, p.conn.id, this.now(), p.at);
       } catch {
         this.pendingLeaves.push(p);
         continue;
