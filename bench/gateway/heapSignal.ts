@@ -1,0 +1,18 @@
+import { renameSync } from 'node:fs';
+import path from 'node:path';
+import { writeHeapSnapshot } from 'node:v8';
+
+/**
+ * For the load test's --heap-snapshot only: with LOADTEST_HEAP_SNAPSHOT set to
+ * a file path, SIGUSR2 writes a V8 heap snapshot there (through a temporary
+ * name, so the file appears complete). Imported by the gateway entry and the
+ * relays of the load test; production processes never set the variable.
+ */
+const file = process.env.LOADTEST_HEAP_SNAPSHOT;
+if (file) {
+  process.on('SIGUSR2', () => {
+    const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp`);
+    writeHeapSnapshot(tmp);
+    renameSync(tmp, file);
+  });
+}
