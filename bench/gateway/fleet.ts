@@ -12,7 +12,7 @@ export type Target = 'gateway' | 'ws' | 'uws' | 'sio';
 export interface Node {
   proc: ChildProcess;
   port: number;
-  /** where SIGUSR2 makes it write a heap snapshot (with --heap-snapshot) */
+  /** the path prefix of its heap snapshots, written on SIGUSR2 (with --heap-snapshot) */
   heapFile?: string;
 }
 
@@ -54,9 +54,9 @@ export const SERVER_RESERVE = 100;
 /** The same for a load-generator worker (IPC, stdio, libuv). */
 export const WORKER_RESERVE = 50;
 
-/** Asks every node for a heap snapshot and waits for the files. */
-export async function heapSnapshots(nodes: Node[], timeoutMs = 300_000): Promise<string[]> {
-  const files = nodes.map((n) => n.heapFile).filter((f): f is string => !!f);
+/** Asks every node for its k-th heap snapshot (1, 2, ...) and waits for the files. */
+export async function heapSnapshots(nodes: Node[], k: number, timeoutMs = 300_000): Promise<string[]> {
+  const files = nodes.filter((n) => n.heapFile).map((n) => `${n.heapFile}.${k}.heapsnapshot`);
   for (const n of nodes) if (n.heapFile) n.proc.kill('SIGUSR2');
   const deadline = Date.now() + timeoutMs;
   while (files.some((f) => !existsSync(f)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
