@@ -28,6 +28,7 @@ export const HAS_BUS: Record<Target, boolean> = { gateway: true, ws: false, uws:
 
 /** RSS (MB) and CPU seconds (user + system) of a process, from /proc. */
 export function usage(pid: number): { rssMb: number; cpu: number } {
+  if (!existsSync(`/proc/${pid}/status`)) return { rssMb: NaN, cpu: NaN }; // it died: the figures say so, the run goes on
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
   return { rssMb: rss, cpu: cpuSeconds(pid) };

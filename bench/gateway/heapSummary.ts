@@ -9,15 +9,19 @@ import { parseArgs } from 'node:util';
  * how many bytes more, per connection.
  *
  *   tsx bench/gateway/heapSummary.ts <before.heapsnapshot> <held.heapsnapshot> --connections 10000 [--top 40]
+ *   tsx bench/gateway/heapSummary.ts <before> <held> --unit ClientConnection
+ *
+ * `--unit <constructor>`: count the connections as the objects of that class
+ * the second snapshot has more (the gateway's ClientConnection), for a run
+ * that lost some before its snapshot.
  *
  * Self sizes only (an object's own fields; a Map's backing store is a separate
  * "array" row, a string its own row). Memory outside the V8 heap (uWS's C++
  * per-socket data, kernel buffers are not counted in RSS at all) is the RSS
  * growth less the heap growth.
  */
-const { values: a, positionals } = parseArgs({ allowPositionals: true, options: { connections: { type: 'string' }, top: { type: 'string', default: '40' } } });
-if (positionals.length !== 2 || !a.connections) throw new Error('usage: heapSummary.ts <before.heapsnapshot> <held.heapsnapshot> --connections N [--top K]');
-const N = Number(a.connections);
+const { values: a, positionals } = parseArgs({ allowPositionals: true, options: { connections: { type: 'string' }, unit: { type: 'string' }, top: { type: 'string', default: '40' } } });
+if (positionals.length !== 2 || !(a.connections || a.unit)) throw new Error('usage: heapSummary.ts <before.heapsnapshot> <held.heapsnapshot> (--connections N | --unit Constructor) [--top K]');
 
 interface Group {
   count: number;
@@ -55,6 +59,9 @@ function groups(file: string): { by: Map<string, Group>; total: number } {
 
 const before = groups(positionals[0]);
 const held = groups(positionals[1]);
+const unitKey = `object\t${a.unit}`;
+const N = a.unit ? (held.by.get(unitKey)?.count ?? 0) - (before.by.get(unitKey)?.count ?? 0) : Number(a.connections);
+if (!(N > 0)) throw new Error(`no more ${a.unit} objects in the second snapshot`);
 const rows = [...held.by].map(([key, g]) => {
   const b = before.by.get(key) ?? { count: 0, bytes: 0 };
   const [type, name] = key.split('\t');
@@ -62,7 +69,7 @@ const rows = [...held.by].map(([key, g]) => {
 });
 rows.sort((x, y) => y.bytes - x.bytes);
 const out = [
-  `V8 heap (self sizes): ${(before.total / 2 ** 20).toFixed(1)} MB before, ${(held.total / 2 ** 20).toFixed(1)} MB holding ${N} connections: ${((held.total - before.total) / N).toFixed(0)} bytes per connection`,
+  `V8 heap (self sizes): ${(before.total / 2 ** 20).toFixed(1)} MB before, ${(held.total / 2 ** 20).toFixed(1)} MB holding ${N} connections${a.unit ? ` (${a.unit} objects)` : ''}: ${((held.total - before.total) / N).toFixed(0)} bytes per connection`,
   '',
   '| kind (V8 type: constructor / function) | objects per connection | bytes per connection |',
   '|---|---|---|',

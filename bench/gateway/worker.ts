@@ -129,7 +129,8 @@ function count(): void {
 async function cursor(): Promise<void> {
   const live = byLesson.map((l) => l.filter((c) => c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN)).filter((l) => l.length >= 2);
   let x = 0;
-  const total = Math.round(init.cursorRate * init.holdSeconds);
+  // a worker whose lessons all lost their people (a server that dropped them) has nobody to send from
+  const total = live.length > 0 ? Math.round(init.cursorRate * init.holdSeconds) : 0;
   await paced(total, init.cursorRate, () => {
     const lesson = live[Math.floor(Math.random() * live.length)];
     const sender = lesson[Math.floor(Math.random() * lesson.length)];
