@@ -1,3 +1,4 @@
+import type { Redis } from '../src/redis.js';
 import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
 import { Batcher } from '../src/lib/Batcher.js';
@@ -18,6 +19,8 @@ export interface RunningGateway {
   port: number;
   gateway: Gateway;
   maintenance: Maintenance;
+  /** the node's own Redis connection (bus, per-person rates, presence), apart from deps.redis */
+  redis: Redis;
   /** Graceful stop: refuse upgrades, close sockets (1001), record their departures, drop the lease. */
   close: () => Promise<void>;
 }
@@ -58,6 +61,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
     port: uWS.us_socket_local_port(socket),
     gateway,
     maintenance: gateway.maintenance,
+    redis,
     close: () =>
       (closing ??= (async () => {
         server.stopAccepting();

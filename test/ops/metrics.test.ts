@@ -1,9 +1,11 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { partnerFactory } from '../helpers/factories.js';
-import { freePort, spawnService } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
-import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, deliveryOf, startWebhookStack } from '../webhooks/helpers/stack.js';
 import { families, heldPost, scrape, value } from './helpers.js';
 
 /**
