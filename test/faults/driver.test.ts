@@ -68,14 +68,6 @@ describe('postgres.js patch', () => {
     expect(readFileSync(path.join(root, 'node_modules/postgres/src/connection.js'), 'utf8')).toContain('return closedWrite()');
   });
 
-  it('compose restarts every service (restart: unless-stopped)', () => {
-    const compose = readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
-    const services = compose.slice(compose.indexOf('services:'), compose.indexOf('\nvolumes:'));
-    const names = [...services.matchAll(/^ {2}([a-z-]+):$/gm)].map((m) => m[1]);
-    expect(names).toEqual(['postgres', 'redis', 'service']);
-    for (const block of services.split(/^ {2}(?=[a-z-]+:$)/m).slice(1)) expect(block).toMatch(/^ {4}restart: unless-stopped$/m);
-  });
-
   it('a transaction whose backend is terminated mid-query fails with CONNECTION_CLOSED and the process lives on', async () => {
     const r = await runCase('transaction');
     expect(r.stderr).not.toMatch(/TypeError/);
