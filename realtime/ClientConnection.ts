@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { ResolvedLink } from '../src/domain/links.js';
 import { CloseCode, CloseReason, type CloseCodeName } from './protocol/closeCodes.js';
 import { errorFrame, type ErrorCode } from './protocol/serverMessages.js';
@@ -47,6 +48,8 @@ export class ClientConnection {
     readonly ip: string,
     private readonly limits: ConnectionLimits,
     readonly openedAt: number,
+    /** performance.now() at the upgrade request (join latency: upgrade to welcome) */
+    readonly upgradeAt: number = performance.now(),
   ) {
     this.bucket = new TokenBucket(limits.messagesPerSecond, limits.burst, openedAt);
     this.lastSeenAt = openedAt;

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
 import { Batcher } from '../src/lib/Batcher.js';
@@ -35,7 +36,14 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
   const redis = deps.redis.duplicate({ enableAutoPipelining: true });
   redis.on('error', (err) => deps.log.warn({ err: err.message, component: 'gateway' }, 'redis error'));
   // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
-  const seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(deps.readSql, ids), {
+  const metrics = options.metrics;
+  const readSeeds = async (ids: string[]) => {
+    const t0 = performance.now();
+    const out = await readMeterSeeds(deps.readSql, ids);
+    metrics?.call('postgres', 'meter.seed', performance.now() - t0);
+    return out;
+  };
+  const seeds = new Batcher<string, MeterSeed | undefined>(readSeeds, {
     delayMs: 1,
     max: 100,
     concurrency: deps.config.DATABASE_READ_POOL_SIZE,

@@ -20,6 +20,8 @@ import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upg
 interface UserData {
   link?: ResolvedLink;
   ip: string;
+  /** performance.now() when the upgrade request arrived */
+  upgradeAt?: number;
   socket?: UwsSocket;
   conn?: ClientConnection;
 }
@@ -308,7 +310,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
             admission.releaseIp(ip);
             return reply(res, refusalReply(check.ok ? refusals.unavailable : check));
           }
-          upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip }, key, protocol, extensions, context));
+          upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip, upgradeAt: t0 }, key, protocol, extensions, context));
         },
         (err) => {
           gw.log.warn({ err: (err as Error).message }, 'link check failed');
@@ -323,7 +325,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       const ud = ws.getUserData();
       ud.socket = new UwsSocket(ws);
       keepalive.add(ud.socket);
-      ud.conn = gw.open(ud.socket, ud.link!, ud.ip);
+      ud.conn = gw.open(ud.socket, ud.link!, ud.ip, ud.upgradeAt);
       ud.link = undefined;
     },
 
@@ -351,7 +353,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         late = code === 1006 && performance.now() - ud.socket.rxAt > keepalive.liveSilenceMs;
       }
       admission.releaseIp(ud.ip);
-      if (ud.conn) gw.closed(ud.conn, late);
+      if (ud.conn) gw.closed(ud.conn, late, code);
     },
   });
 

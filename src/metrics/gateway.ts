@@ -95,6 +95,15 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     registers: [registry],
   });
 
+  // The labelled children, kept per type: a message's count allocates nothing (prom-client's labels()
+  // hashes its arguments into a new string on every call). Bounded: at most 64 types, then `other`,
+  // and a type not in the first 64 stays out of the cache (a hostile client cannot grow it).
+  const inByType = new Map<string, Counter.Internal>();
+  const outByType = new Map<string, Counter.Internal>();
+  const cache = (m: Map<string, Counter.Internal>, type: string, c: Counter.Internal) => {
+    if (m.size < 128) m.set(type, c);
+    return c;
+  };
   return {
     setSource(s) {
       source = s;
@@ -104,10 +113,14 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
       joinLatency.observe(ms / 1000);
     },
     messageIn(type) {
-      messagesIn.labels(messageType(type)).inc();
+      let c = inByType.get(type);
+      c ??= cache(inByType, type, messagesIn.labels(messageType(type)));
+      c.inc();
     },
     messageOut(type, count = 1) {
-      messagesOut.labels(messageType(type)).inc(count);
+      let c = outByType.get(type);
+      c ??= cache(outByType, type, messagesOut.labels(messageType(type)));
+      c.inc(count);
     },
     fanOut(ms) {
       fanOut.observe(ms / 1000);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { gatewayMetrics } from '../../src/metrics/gateway.js';
 import { boundedLabel, createRegistry } from '../../src/metrics/registry.js';
+import { frameType } from '../../realtime/lesson/Lesson.js';
 
 /** The typed object realtime/ reports into (issue 17, point 1): what it records and how it bounds labels. */
 describe('gatewayMetrics', () => {
@@ -52,5 +53,14 @@ describe('gatewayMetrics', () => {
     expect(fresh('Xk3Pq9TokenLike')).toBe('other');
     expect(fresh('42')).toBe('other');
     expect(fresh('{"json":1}')).toBe('other');
+  });
+
+  it('reads the type of an outgoing frame from its prefix (messages out by type), anything else is "other"', () => {
+    expect(frameType('{"type":"cursor","from":"p","x":1,"y":2}')).toBe('cursor');
+    expect(frameType('{"type":"cursor","from":"q","x":3,"y":4}')).toBe('cursor');
+    expect(frameType('{"type":"board.ops","ops":[]}')).toBe('board.ops');
+    expect(frameType('{"type":"cursorx"}')).toBe('cursorx');
+    expect(frameType('[1,2]')).toBe('other');
+    expect(frameType(`{"type":"${'x'.repeat(40)}"}`)).toBe('other');
   });
 });
