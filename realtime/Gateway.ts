@@ -344,7 +344,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     let res;
     const t0 = performance.now();
     try {
-      res = await this.presence.leave(conn.lessonId, conn.id, at);
+      res = await this.presence.leave(conn.lessonId, conn.id, this.now(), at);
       this.metrics.call('redis', 'presence.leave', performance.now() - t0);
     } catch (err) {
       this.log.warn({ err: (err as Error).message, conn: conn.id, lesson_id: conn.lessonId }, 'presence unavailable at leave; will retry');
@@ -374,7 +374,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     for (const p of batch) {
       let res;
       try {
-        res = await this.presence.leave(p.conn.lessonId, p.conn.id, p.at);
+        res = await this.presence.leave(p.conn.lessonId, p.conn.id, this.now(), p.at);
       } catch {
         this.pendingLeaves.push(p);
         continue;
@@ -630,7 +630,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       remember: (l, m, p, now) => meter.remember(l, m, p, now),
       flush: async (results, now) => {
         for (const r of results) {
-          if (r.meter?.since != null && this.lessons.has(r.lessonId)) this.running.add(r.lessonId);
+          if (r.meter?.state === 'running' && this.lessons.has(r.lessonId)) this.running.add(r.lessonId);
           else this.running.delete(r.lessonId);
         }
         const t0 = performance.now();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FLUSH_SECONDS_MAX, SESSION_IDLE_SECONDS_DEFAULT } from './metering/rules.js';
 
 /**
  * Every setting of the service, parsed once at start-up. A bad value stops the
@@ -32,7 +33,8 @@ export const ConfigSchema = z.object({
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Realtime gateway
-  SESSION_IDLE_SECONDS: seconds.default(300),
+  /** the idle end (src/metering/rules.ts) */
+  SESSION_IDLE_SECONDS: seconds.default(SESSION_IDLE_SECONDS_DEFAULT),
   GATEWAY_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(8).max(30).default(20),
   GATEWAY_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(65_536),
   GATEWAY_MAX_BACKPRESSURE_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
@@ -47,7 +49,7 @@ export const ConfigSchema = z.object({
   GATEWAY_ALLOWED_ORIGINS: csv.default([]),
   GATEWAY_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
   GATEWAY_LEASE_SECONDS: z.coerce.number().int().min(3).max(15).default(10),
-  GATEWAY_METER_FLUSH_SECONDS: z.coerce.number().min(0.2).max(9).default(5),
+  GATEWAY_METER_FLUSH_SECONDS: z.coerce.number().min(0.2).max(FLUSH_SECONDS_MAX).default(5),
   GATEWAY_TOKEN_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(10),
   // Webhooks
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),

@@ -2,6 +2,7 @@ import { loadConfig } from '../../src/config.js';
 import { createDeps } from '../../src/deps.js';
 import { createLogger } from '../../src/logger.js';
 import { startGateway } from '../../realtime/index.js';
+import './heapSignal.js';
 
 /**
  * The gateway process of the load test: src/main.ts with ROLES=gateway, except

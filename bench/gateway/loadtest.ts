@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -12,25 +13,38 @@ import { createApiKey } from '../../src/domain/apiKeys.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
+import { descriptorLimit, HAS_BUS, heapSnapshots, RELAY_ENTRY, SERVER_RESERVE, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
 import { Histogram } from './histogram.js';
-import { cpuSeconds, logPort, spawnUntilPort } from '../lib/service.js';
+import { printReport, type NodeResult, type Result } from './report.js';
+import { logPort, spawnUntilPort } from '../lib/service.js';
+import { checkSocketIo } from '../peers/socketioCheck.js';
 
 /**
- * Load test of the realtime gateway against the `ws` baseline relay, in one
- * run on the same load (docs/benchmarks.md). Everything it needs is started
- * here, on 127.0.0.1: a fresh database (dropped at the end), an API process
- * (lessons and links are created through the real API), one gateway process,
- * the baseline relay, and worker processes that hold the connections.
+ * Load test of the realtime gateway against baseline relays (`ws`, bare
+ * uWebSockets.js, Socket.IO with its Redis adapter), in one run on the same
+ * load (docs/benchmarks.md). Everything it needs is started here, on
+ * 127.0.0.1: a fresh database (dropped at the end), an API process (lessons
+ * and links are created through the real API), --gateways gateway processes
+ * sharing that Postgres and one Redis (and as many processes of each relay),
+ * and worker processes that hold the connections.
  *
  *   npm run loadtest -- --connections 20000 --lessons 1000 --cursor-rate 5000
+ *   npm run loadtest -- --connections 100000 --gateways 6 --target gateway
  *
- * Prints connections held, join latency (upgrade request to welcome) p50/p99,
- * cursor fan-out latency p50/p99, errors, server RSS and CPU seconds (total
- * and per 1,000 cursor messages, raw and net of the server's idle rate measured
- * over --idle seconds with every connection held and nobody sending: pings,
- * leases, the metering flush), and the largest billing error: every
- * lesson's billed_seconds against the time two or more of its participants
- * were really connected, as the workers measured it.
+ * Prints, in total and per node: connections held (after the joins and again
+ * after the idle hold), unexpected closes (1006 apart), join latency (upgrade
+ * request to welcome) p50/p99, cursor fan-out latency p50/p99, server RSS and
+ * bytes per connection (the RSS grown while the connections joined / the
+ * connections held), CPU seconds (total and per 1,000 cursor messages, raw and
+ * net of the idle rate measured over --idle seconds with every connection held
+ * and nobody sending: pings, leases, the metering flush), and the largest
+ * billing error: every lesson's billed_seconds against the time two or more of
+ * its participants were really connected, as the workers measured it.
+ *
+ * A process here may hold at most `ulimit -n` descriptors (20,000 on the
+ * project machine): the connections are spread so that no server node and no
+ * worker goes past it (less a reserve for its own descriptors); the run stops
+ * at once if they cannot be.
  *
  * Before the measured joins, --warmup connections (default 2 s worth at the
  * join rate) join lessons of their own the same way and leave: the figures are
@@ -44,9 +58,13 @@ const { values: a } = parseArgs({
     'join-rate': { type: 'string', default: '1000' },
     'cursor-rate': { type: 'string', default: '5000' },
     hold: { type: 'string', default: '20' },
-    workers: { type: 'string', default: '4' },
+    // server processes per target: gateway nodes sharing one Postgres and one Redis (relays: as many processes)
+    gateways: { type: 'string', default: '1' },
+    // lesson: a lesson's connections all go to one node; connection: a lesson's connections round-robin over the nodes (gateway and sio only: the relays have no bus)
+    spread: { type: 'string', default: 'lesson' },
+    workers: { type: 'string' },
     partners: { type: 'string', default: '10' },
-    target: { type: 'string', default: 'both' }, // gateway | ws | uws | both (gateway + ws) | all
+    target: { type: 'string', default: 'both' }, // gateway | ws | uws | sio | both (gateway + ws) | all (the four)
     'per-address': { type: 'string', default: '200' },
     'keep-db': { type: 'boolean', default: false },
     // seconds of holding every connection with no traffic, to measure the server's idle CPU rate
@@ -54,6 +72,11 @@ const { values: a } = parseArgs({
     warmup: { type: 'string' },
     // the lesson features (board, call, chat) of the participant UI: on (as deployed) or off (the gateway core)
     features: { type: 'string', default: 'on' },
+    // write a V8 heap snapshot of every server node before the joins and after the idle hold (into --heap-dir/<run>; compare them with heapSummary.ts)
+    'heap-snapshot': { type: 'boolean', default: false },
+    'heap-dir': { type: 'string', default: path.join(tmpdir(), 'loadtest-heap') },
+    // run even when a node gets more connections than a process can hold (to see what happens then)
+    'over-limit': { type: 'boolean', default: false },
   },
 });
 const N = Number(a.connections);
@@ -61,9 +84,13 @@ const M = Number(a.lessons ?? Math.max(1, Math.round(N / 20)));
 const JOIN_RATE = Number(a['join-rate']);
 const CURSOR_RATE = Number(a['cursor-rate']);
 const HOLD = Number(a.hold);
-const W = Number(a.workers);
+const G = Number(a.gateways);
+const FD_LIMIT = descriptorLimit();
+// every worker below the descriptor limit, and at least 4 (the load generator needs CPU as much as descriptors)
+const W = Number(a.workers ?? Math.max(4, Math.ceil(N / (FD_LIMIT - WORKER_RESERVE))));
 const IDLE = Number(a.idle);
 const WARMUP = Number(a.warmup ?? 2 * Number(a['join-rate']));
+const SPREAD = a.spread as 'lesson' | 'connection';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BASE_DB = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
@@ -74,6 +101,7 @@ const dbUrl = (() => {
   return u.toString();
 })();
 const PREFIX = `lt:${run}:`;
+const HEAP_DIR = path.resolve(a['heap-dir']!, run);
 const children = new Set<ChildProcess>();
 const log = (...x: unknown[]) => process.stderr.write(`[loadtest] ${x.join(' ')}\n`);
 
@@ -93,6 +121,14 @@ function spawnService(args: string[], env: Record<string, string>, ready: (line:
   });
 }
 
+/**
+ * Postgres allows 100 connections here: a fleet's pools are cut to fit
+ * (10 + 3 per gateway up to 4 gateways, 8 + 3 at 5-6) unless set in the environment.
+ */
+const pools = {
+  DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? String(Math.max(2, Math.min(10, Math.floor(48 / G)))),
+  DATABASE_READ_POOL_SIZE: process.env.DATABASE_READ_POOL_SIZE ?? '3',
+};
 const serviceEnv = {
   DATABASE_URL: dbUrl,
   REDIS_URL,
@@ -101,12 +137,32 @@ const serviceEnv = {
   LOG_LEVEL: process.env.LOADTEST_LOG_LEVEL ?? 'info',
   EMBED_BASE_URL: 'http://127.0.0.1',
 };
+const heapEnv = (target: Target, i: number): Record<string, string> => (a['heap-snapshot'] ? { LOADTEST_HEAP_SNAPSHOT: path.join(HEAP_DIR, `${target}-${i}`) } : {});
 
-/** RSS (MB) and CPU seconds (user + system) of a process, from /proc. */
-function usage(pid: number): { rssMb: number; cpu: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-  return { rssMb: rss, cpu: cpuSeconds(pid) };
+/** The gateway nodes run before the links are created, as in production: they hear them issued (link_issued). */
+function spawnGateways(): Promise<Node[]> {
+  return Promise.all(
+    Array.from({ length: G }, async (_, i) => {
+      const env: Record<string, string> = { ...serviceEnv, ...pools, ...heapEnv('gateway', i), GATEWAY_PORT: '0', LOADTEST_FEATURES: a.features === 'off' ? 'none' : 'default' };
+      return { ...(await spawnService(['bench/gateway/gatewayEntry.ts'], env, logPort('gateway listening'))), heapFile: env.LOADTEST_HEAP_SNAPSHOT };
+    }),
+  );
+}
+
+function spawnRelays(target: Exclude<Target, 'gateway'>): Promise<Node[]> {
+  const jsonPort = (line: string) => {
+    try {
+      return (JSON.parse(line) as { port?: number }).port;
+    } catch {
+      return undefined;
+    }
+  };
+  return Promise.all(
+    Array.from({ length: G }, async (_, i) => {
+      const env: Record<string, string> = { REDIS_URL, SIO_KEY: `${PREFIX}sio`, ...heapEnv(target, i) };
+      return { ...(await spawnService([RELAY_ENTRY[target]], env, jsonPort)), heapFile: env.LOADTEST_HEAP_SNAPSHOT };
+    }),
+  );
 }
 
 // ---- setup ------------------------------------------------------------------
@@ -162,71 +218,54 @@ async function pool(n: number, concurrency: number, fn: (i: number) => Promise<v
   }));
 }
 
+/** The node of a lesson's k-th connection. */
+const nodeOf = (target: Target, lesson: number, k: number) => (SPREAD === 'connection' && HAS_BUS[target] ? lesson + k : lesson) % G;
+
+/** Stops the run before anything starts if a node or a worker would need more descriptors than a process may have. */
+function checkDescriptors(targets: Target[]): void {
+  const sizes = Array.from({ length: M }, (_, i) => Math.floor(N / M) + (i < N % M ? 1 : 0));
+  for (const t of targets) {
+    const perNode = new Array<number>(G).fill(0);
+    sizes.forEach((n, i) => {
+      for (let k = 0; k < n; k++) perNode[nodeOf(t, i, k)]++;
+    });
+    const most = Math.max(...perNode);
+    if (most > FD_LIMIT - SERVER_RESERVE && !a['over-limit']) {
+      throw new Error(`${t}: ${most} connections on one node, over the ${FD_LIMIT - SERVER_RESERVE} a process can hold here (ulimit -n ${FD_LIMIT} less ${SERVER_RESERVE} of its own): use --gateways ${Math.ceil(N / (FD_LIMIT - SERVER_RESERVE))} or more`);
+    }
+  }
+  const perWorker = Array.from({ length: W }, (_, w) => sizes.filter((_, i) => i % W === w).reduce((s, n) => s + n, 0));
+  if (Math.max(...perWorker) > FD_LIMIT - WORKER_RESERVE) throw new Error(`a worker would hold ${Math.max(...perWorker)} connections, over ulimit -n ${FD_LIMIT}: use --workers ${Math.ceil(N / (FD_LIMIT - WORKER_RESERVE))} or more`);
+}
+
 // ---- one scenario -------------------------------------------------------------
 
-interface Result {
-  target: string;
-  held: number;
-  joinP50: number;
-  joinP99: number;
-  /** the warm-up's joins: the server's first seconds */
-  coldJoinP50: number;
-  coldJoinP99: number;
-  fanoutP50: number;
-  fanoutP99: number;
-  sent: number;
-  delivered: number;
-  expected: number;
-  errors: Record<string, number>;
-  rssMb: number;
-  rssPeakMb: number;
-  cpuSeconds: number;
-  cpuCursorSeconds: number;
-  cpuPer1000: number;
-  /** CPU s per second while every connection is held and nobody sends (pings, leases, metering flush) */
-  idleCpuPerSecond: number;
-  /** cpuPer1000 without the idle rate over the cursor phase */
-  cpuPer1000Net: number;
-  billing?: { lessons: number; maxErrorSeconds: number; over1s: number; maxOutsideWindowSeconds: number };
-}
-
-/** The gateway runs before the links are created, as in production: it hears them issued (link_issued). */
-function spawnGateway(): Promise<{ proc: ChildProcess; port: number }> {
-  return spawnService(
-    ['bench/gateway/gatewayEntry.ts'],
-    { ...serviceEnv, GATEWAY_PORT: '0', LOADTEST_FEATURES: a.features === 'off' ? 'none' : 'default' },
-    logPort('gateway listening'),
-  );
-}
-
-/** `gateway`: the gateway main started before the links were created (the server of the gateway target). */
-async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[], warm: LessonLinks[], gateway: { proc: ChildProcess; port: number } | undefined): Promise<Result> {
-  if (target === 'gateway' && !gateway) throw new Error('the gateway target needs the gateway started before setup');
-  const server =
-    target === 'gateway'
-      ? gateway!
-      : await spawnService([target === 'ws' ? 'bench/gateway/wsRelay.ts' : 'bench/gateway/uwsRelay.ts'], {}, (line) => {
-          try {
-            return (JSON.parse(line) as { port?: number }).port;
-          } catch {
-            return undefined;
-          }
-        });
-  const pid = server.proc.pid!;
-  const url = (l: LessonLinks, t: string) =>
-    target === 'gateway' ? `ws://127.0.0.1:${server.port}/ws?token=${t}` : `ws://127.0.0.1:${server.port}/ws?token=${t}&lesson=${l.id}`;
+/** `gateways`: the gateway nodes started before the links were created (the servers of the gateway target). */
+async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLinks[], gateways: Node[] | undefined): Promise<Result> {
+  if (target === 'gateway' && !gateways) throw new Error('the gateway target needs the gateways started before setup');
+  const nodes = target === 'gateway' ? gateways! : await spawnRelays(target);
+  if (target === 'sio') await Promise.all(nodes.map((n) => checkSocketIo(n.port)));
+  const pids = nodes.map((n) => n.proc.pid!);
+  const url = (l: LessonLinks, t: string, node: number) => {
+    const port = nodes[node].port;
+    if (target === 'gateway') return `ws://127.0.0.1:${port}/ws?token=${t}`;
+    if (target === 'sio') return `ws://127.0.0.1:${port}/socket.io/?EIO=4&transport=websocket&token=${t}&lesson=${l.id}`;
+    return `ws://127.0.0.1:${port}/ws?token=${t}&lesson=${l.id}`;
+  };
   const addresses = Array.from({ length: Math.ceil(N / Number(a['per-address'])) }, (_, i) => `127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`);
 
-  const startWorkers = (of: LessonLinks[]) =>
+  const startWorkers = (of: LessonLinks[], offset: number) =>
     Promise.all(
       Array.from({ length: W }, async (_, w) => {
         const proc = fork(path.join(ROOT, 'bench/gateway/worker.ts'), [], { execArgv: ['--import', 'tsx'], cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
         children.add(proc);
         proc.on('exit', () => children.delete(proc));
-        const mine = of.filter((_, i) => i % W === w);
+        const mine = of.map((l, i) => ({ l, i: i + offset })).filter((_, i) => i % W === w);
         proc.send({
           cmd: 'init',
-          lessons: mine.map((l) => ({ id: l.id, urls: l.tokens.map((t) => url(l, t)) })),
+          lessons: mine.map(({ l, i }) => ({ id: l.id, urls: l.tokens.map((t, k) => url(l, t, nodeOf(target, i, k))), nodes: l.tokens.map((_, k) => nodeOf(target, i, k)) })),
+          nodeCount: G,
+          proto: target === 'sio' ? 'sio' : 'json',
           localAddresses: addresses.filter((_, i) => i % W === w),
           joinRate: JOIN_RATE / W,
           cursorRate: CURSOR_RATE / W,
@@ -236,73 +275,85 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
         return proc;
       }),
     );
+  const sample = () => pids.map(usage);
   const phase = async (workers: ChildProcess[], cmd: string, ev: string) => {
-    let peak = 0;
-    const timer = setInterval(() => (peak = Math.max(peak, usage(pid).rssMb)), 250);
-    const before = usage(pid).cpu;
+    const peak = sample().map((u) => u.rssMb);
+    const timer = setInterval(() => sample().forEach((u, i) => (peak[i] = Math.max(peak[i], u.rssMb))), 250);
+    const before = sample();
     const t = performance.now();
     const replies = await Promise.all(workers.map((w) => (w.send({ cmd }), next(w, ev))));
     clearInterval(timer);
-    return { replies, cpu: usage(pid).cpu - before, seconds: (performance.now() - t) / 1000, peak: Math.max(peak, usage(pid).rssMb) };
+    const after = sample();
+    return { replies, cpu: after.map((u, i) => u.cpu - before[i].cpu), seconds: (performance.now() - t) / 1000, peak: after.map((u, i) => Math.max(peak[i], u.rssMb)) };
   };
 
   // warm-up: the same joins on lessons of their own, then they leave
   const cold = new Histogram();
   if (warm.length > 0) {
     log(`${target}: warm-up, joining ${warm.reduce((s, l) => s + l.tokens.length, 0)} connections at ${JOIN_RATE}/s`);
-    const warmers = await startWorkers(warm);
-    for (const r of (await phase(warmers, 'join', 'joined')).replies) cold.merge(new Histogram(r.join));
+    const warmers = await startWorkers(warm, lessons.length);
+    for (const r of (await phase(warmers, 'join', 'joined')).replies) for (const h of r.join) cold.merge(new Histogram(h));
     await phase(warmers, 'close', 'closed');
     for (const w of warmers) w.send({ cmd: 'exit' });
     await new Promise((r) => setTimeout(r, 2000));
   }
-  const workers = await startWorkers(lessons);
-  const cpu0 = usage(pid).cpu;
+  const workers = await startWorkers(lessons, 0);
+  if (a['heap-snapshot']) {
+    mkdirSync(HEAP_DIR, { recursive: true });
+    log(`${target}: heap snapshots before the joins: ${(await heapSnapshots(nodes, 1)).join(', ')}`);
+  }
+  const start = sample();
 
-  log(`${target}: joining ${N} connections at ${JOIN_RATE}/s`);
+  log(`${target}: joining ${N} connections at ${JOIN_RATE}/s over ${G} node(s)`);
   const joined = await phase(workers, 'join', 'joined');
-  const held = joined.replies.reduce((s, r) => s + r.held, 0);
-  const rssHeld = usage(pid).rssMb;
   await new Promise((r) => setTimeout(r, 2000));
-  // the server's cost of holding the connections with nobody sending (pings, leases, metering flush)
-  const idle0 = usage(pid).cpu;
+  // the servers' cost of holding the connections with nobody sending (pings, leases, metering flush)
+  const idle0 = sample();
   const idleT = performance.now();
   await new Promise((r) => setTimeout(r, IDLE * 1000));
-  const idleCpuPerSecond = IDLE > 0 ? (usage(pid).cpu - idle0) / ((performance.now() - idleT) / 1000) : 0;
-  log(`${target}: holding ${held}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
+  const idle1 = sample();
+  const idleSeconds = (performance.now() - idleT) / 1000;
+  const counted = await Promise.all(workers.map((w) => (w.send({ cmd: 'count' }), next(w, 'counted'))));
+  if (a['heap-snapshot']) log(`${target}: heap snapshots holding every connection: ${(await heapSnapshots(nodes, 2)).join(', ')}`);
+  log(`${target}: holding ${counted.reduce((s, r) => s + sum(r.held), 0)}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
   const closed = await phase(workers, 'close', 'closed');
-  const cpuTotal = usage(pid).cpu - cpu0;
-  const rssPeak = Math.max(joined.peak, cursored.peak, closed.peak);
+  const end = sample();
 
-  const join = new Histogram();
-  for (const r of joined.replies) join.merge(new Histogram(r.join));
-  const fan = new Histogram();
-  for (const r of cursored.replies) fan.merge(new Histogram(r.fanout));
-  const errors: Record<string, number> = {};
-  for (const r of closed.replies) for (const [k, v] of Object.entries(r.errors as Record<string, number>)) errors[k] = (errors[k] ?? 0) + v;
   const sent = cursored.replies.reduce((s, r) => s + r.sent, 0);
+  const perNode: NodeResult[] = nodes.map((_, i) => {
+    const join = new Histogram();
+    for (const r of joined.replies) join.merge(new Histogram(r.join[i]));
+    const fan = new Histogram();
+    for (const r of cursored.replies) fan.merge(new Histogram(r.fanout[i]));
+    const errors: Record<string, number> = {};
+    for (const r of closed.replies) for (const [k, v] of Object.entries(r.errors[i] as Record<string, number>)) errors[k] = (errors[k] ?? 0) + v;
+    const idleRate = IDLE > 0 ? (idle1[i].cpu - idle0[i].cpu) / idleSeconds : 0;
+    return {
+      held: joined.replies.reduce((s, r) => s + r.held[i], 0),
+      heldAfterIdle: counted.reduce((s, r) => s + r.held[i], 0),
+      join,
+      fan,
+      errors,
+      rssBeforeMb: start[i].rssMb,
+      // at the end of the idle hold: the joins' garbage had its seconds to go
+      rssMb: idle1[i].rssMb,
+      rssPeakMb: Math.max(joined.peak[i], cursored.peak[i], closed.peak[i]),
+      cpuSeconds: end[i].cpu - start[i].cpu,
+      cpuCursorSeconds: cursored.cpu[i],
+      idleCpuPerSecond: idleRate,
+      cpuCursorNetSeconds: Math.max(0, cursored.cpu[i] - idleRate * cursored.seconds),
+    };
+  });
+  const cold99 = { coldJoinP50: cold.percentile(50), coldJoinP99: cold.percentile(99) };
   const result: Result = {
     target,
-    held,
-    joinP50: join.percentile(50),
-    joinP99: join.percentile(99),
-    coldJoinP50: cold.percentile(50),
-    coldJoinP99: cold.percentile(99),
-    fanoutP50: fan.percentile(50),
-    fanoutP99: fan.percentile(99),
+    nodes: perNode,
+    ...cold99,
     sent,
     delivered: cursored.replies.reduce((s, r) => s + r.received, 0),
     expected: cursored.replies.reduce((s, r) => s + r.expected, 0),
-    errors,
-    rssMb: rssHeld,
-    rssPeakMb: rssPeak,
-    cpuSeconds: cpuTotal,
-    cpuCursorSeconds: cursored.cpu,
-    cpuPer1000: (cursored.cpu / sent) * 1000,
-    idleCpuPerSecond,
-    cpuPer1000Net: (Math.max(0, cursored.cpu - idleCpuPerSecond * cursored.seconds) / sent) * 1000,
   };
   if (target === 'gateway') {
     const together: Record<string, number> = Object.assign({}, ...closed.replies.map((r) => r.together));
@@ -312,10 +363,11 @@ async function scenario(target: 'gateway' | 'ws' | 'uws', lessons: LessonLinks[]
     result.billing = await checkBilling(lessons, together, fromRequest);
   }
   for (const w of workers) w.send({ cmd: 'exit' });
-  server.proc.kill('SIGTERM');
-  await new Promise((r) => server.proc.once('exit', r));
+  await Promise.all(nodes.map((n) => (n.proc.kill('SIGTERM'), new Promise((r) => (n.proc.exitCode !== null ? r(undefined) : n.proc.once('exit', r))))));
   return result;
 }
+
+const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
 
 async function checkBilling(lessons: LessonLinks[], together: Record<string, number>, fromRequest: Record<string, number>) {
   const g = globalThis as unknown as { apiBase: string; apiKeys: string[] };
@@ -376,40 +428,19 @@ async function cleanup(): Promise<void> {
   }
 }
 
-const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-
 try {
-  log(`${N} connections over ${M} lessons, ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; 2 cores shared by everything`);
-  const targets = { gateway: ['gateway'], ws: ['ws'], uws: ['uws'], both: ['gateway', 'ws'], all: ['gateway', 'ws', 'uws'] }[a.target!] as ('gateway' | 'ws' | 'uws')[];
-  if (!targets) throw new Error(`--target must be gateway, ws, uws, both or all`);
+  const load = loadavg().map((x) => x.toFixed(2)).join(' ');
+  log(`${N} connections over ${M} lessons, ${G} node(s) per target (spread by ${SPREAD}), ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; load average at start ${load}; ulimit -n ${FD_LIMIT}`);
+  const targets = ({ gateway: ['gateway'], ws: ['ws'], uws: ['uws'], sio: ['sio'], both: ['gateway', 'ws'], all: ['gateway', 'ws', 'uws', 'sio'] } as Record<string, Target[]>)[a.target!];
+  if (!targets) throw new Error(`--target must be gateway, ws, uws, sio, both or all`);
+  if (!['lesson', 'connection'].includes(SPREAD)) throw new Error('--spread must be lesson or connection');
+  checkDescriptors(targets);
   await migrate(dbUrl);
-  const gateway = targets.includes('gateway') ? await spawnGateway() : undefined;
+  const gateways = targets.includes('gateway') ? await spawnGateways() : undefined;
   const { lessons, warm } = await setup();
   const results: Result[] = [];
-  for (const t of targets) results.push(await scenario(t, lessons, warm, gateway));
-  const rows: [string, (r: Result) => string][] = [
-    ['connections held', (r) => `${r.held} / ${N}`],
-    ['join latency p50 / p99 (ms)', (r) => `${fmt(r.joinP50)} / ${fmt(r.joinP99)}`],
-    ['join latency, cold: the warm-up joins, p50 / p99 (ms)', (r) => `${fmt(r.coldJoinP50)} / ${fmt(r.coldJoinP99)}`],
-    ['cursor fan-out p50 / p99 (ms)', (r) => `${fmt(r.fanoutP50)} / ${fmt(r.fanoutP99)}`],
-    ['cursor messages sent / deliveries', (r) => `${r.sent} / ${r.delivered} of ${r.expected}`],
-    ['errors', (r) => JSON.stringify(r.errors)],
-    ['server RSS holding / peak (MB)', (r) => `${fmt(r.rssMb, 0)} / ${fmt(r.rssPeakMb, 0)}`],
-    ['server CPU s (whole run / cursor phase)', (r) => `${fmt(r.cpuSeconds)} / ${fmt(r.cpuCursorSeconds)}`],
-    ['server CPU s per 1,000 cursor messages', (r) => fmt(r.cpuPer1000, 4)],
-    ['server CPU s per second idle (all held, nobody sending)', (r) => fmt(r.idleCpuPerSecond, 4)],
-    ['server CPU s per 1,000 cursor messages, net of idle', (r) => fmt(r.cpuPer1000Net, 4)],
-    ['billing: largest error (s), lessons > 1 s', (r) => (r.billing ? `${r.billing.maxErrorSeconds} , ${r.billing.over1s} of ${r.billing.lessons}` : '-')],
-    ['billing: largest error outside the join-latency window (s)', (r) => (r.billing ? `${r.billing.maxOutsideWindowSeconds}` : '-')],
-  ];
-  const out = [`| figure | ${results.map((r) => r.target).join(' | ')} |`, `|---|${results.map(() => '---').join('|')}|`];
-  for (const [name, f] of rows) out.push(`| ${name} | ${results.map(f).join(' | ')} |`);
-  const g = results.find((r) => r.target === 'gateway');
-  const b = results.find((r) => r.target === 'ws');
-  if (g && b) out.push(`\ngateway CPU per message / ws baseline: ${fmt(g.cpuPer1000 / b.cpuPer1000, 3)} (net of idle: ${fmt(g.cpuPer1000Net / b.cpuPer1000Net, 3)})`);
-  const u = results.find((r) => r.target === 'uws');
-  if (u && b) out.push(`uws CPU per message / ws baseline: ${fmt(u.cpuPer1000 / b.cpuPer1000, 3)} (net of idle: ${fmt(u.cpuPer1000Net / b.cpuPer1000Net, 3)})`);
-  process.stdout.write(`${out.join('\n')}\n\n${JSON.stringify({ params: { N, M, JOIN_RATE, CURSOR_RATE, HOLD, W, features: a.features }, results })}\n`);
+  for (const t of targets) results.push(await scenario(t, lessons, warm, gateways));
+  printReport(results, { N, M, G, W, JOIN_RATE, CURSOR_RATE, HOLD, spread: SPREAD, features: a.features, loadAverage: load });
 } finally {
   await cleanup();
 }

@@ -9,7 +9,12 @@ import { Histogram } from './histogram.js';
  */
 interface Init {
   cmd: 'init';
-  lessons: { id: string; urls: string[] }[];
+  /** every connection's URL and the index of the server node it goes to */
+  lessons: { id: string; urls: string[]; nodes: number[] }[];
+  /** how many server nodes there are (figures are kept per node) */
+  nodeCount: number;
+  /** `sio`: the Socket.IO wire protocol (Engine.IO v4 frames over the same WebSocket client) */
+  proto: 'json' | 'sio';
   localAddresses: string[];
   joinRate: number;
   cursorRate: number;
@@ -18,6 +23,7 @@ interface Init {
 interface Conn {
   ws: WebSocket;
   lesson: number;
+  node: number;
   startedAt: number;
   welcomeAt?: number;
   closeAt?: number;
@@ -27,37 +33,50 @@ interface Conn {
 let init: Init;
 const conns: Conn[] = [];
 const byLesson: Conn[][] = [];
-const joinHist = new Histogram();
-const fanoutHist = new Histogram();
+/** per server node: join and fan-out latency (the fan-out by the receiver's node), errors */
+let joinHist: Histogram[] = [];
+let fanoutHist: Histogram[] = [];
+let errors: Record<string, number>[] = [];
 const sendTimes = new Map<number, number>();
-const errors: Record<string, number> = {};
 let received = 0;
 let expected = 0;
-const err = (k: string) => (errors[k] = (errors[k] ?? 0) + 1);
+const err = (node: number, k: string) => (errors[node][k] = (errors[node][k] ?? 0) + 1);
 const send = (m: unknown) => process.send!(m);
+const sparse = (hs: Histogram[]) => hs.map((h) => h.toSparse());
 
-function open(lesson: number, url: string, addr: string): Conn {
-  const c: Conn = { ws: new WebSocket(url, { localAddress: addr, perMessageDeflate: false }), lesson, startedAt: performance.now(), closing: false };
+/** A frame of our protocol, from the wire: JSON, or a Socket.IO event `42["message",{...}]` (answering Engine.IO's open and pings). */
+function decode(c: Conn, text: string): { type: string; x?: number; code?: string } | undefined {
+  if (init.proto === 'json') return JSON.parse(text);
+  if (text.startsWith('42')) return (JSON.parse(text.slice(2)) as [string, { type: string }])[1];
+  if (text === '2') c.ws.send('3'); // Engine.IO ping -> pong
+  else if (text[0] === '0') c.ws.send('40'); // Engine.IO open -> connect to the main namespace
+  return undefined;
+}
+const encode = (frame: string) => (init.proto === 'json' ? frame : `42["message",${frame}]`);
+
+function open(lesson: number, url: string, node: number, addr: string): Conn {
+  const c: Conn = { ws: new WebSocket(url, { localAddress: addr, perMessageDeflate: false }), lesson, node, startedAt: performance.now(), closing: false };
   c.ws.on('message', (data) => {
     const now = performance.now();
-    const m = JSON.parse(data.toString()) as { type: string; x?: number; code?: string };
+    const m = decode(c, data.toString());
+    if (!m) return;
     if (m.type === 'cursor') {
       const t = sendTimes.get(m.x!);
       if (t !== undefined) {
-        fanoutHist.record(now - t);
+        fanoutHist[node].record(now - t);
         received++;
       }
     } else if (m.type === 'welcome') {
       c.welcomeAt = now;
-      joinHist.record(now - c.startedAt);
+      joinHist[node].record(now - c.startedAt);
     } else if (m.type === 'error') {
-      err(`error:${m.code}`);
+      err(node, `error:${m.code}`);
     }
   });
-  c.ws.on('unexpected-response', (_req, res) => err(`upgrade:${res.statusCode}`));
-  c.ws.on('error', () => err('socket error'));
+  c.ws.on('unexpected-response', (_req, res) => err(node, `upgrade:${res.statusCode}`));
+  c.ws.on('error', (e: NodeJS.ErrnoException) => err(node, `socket error${e.code ? ` ${e.code}` : ''}`));
   c.ws.on('close', (code) => {
-    if (!c.closing) err(`closed:${code}`);
+    if (!c.closing) err(node, `closed:${code}${c.welcomeAt === undefined ? ' before welcome' : ''}`);
   });
   return c;
 }
@@ -80,14 +99,14 @@ function paced(total: number, rate: number, act: (i: number) => void): Promise<v
 }
 
 async function join(): Promise<void> {
-  const order: [number, string][] = [];
-  init.lessons.forEach((l, i) => l.urls.forEach((u) => order.push([i, u])));
+  const order: [number, number][] = [];
+  init.lessons.forEach((l, i) => l.urls.forEach((_, k) => order.push([i, k])));
   // interleave lessons so every lesson fills gradually, as in real life
-  order.sort((a, b) => init.lessons[a[0]].urls.indexOf(a[1]) - init.lessons[b[0]].urls.indexOf(b[1]) || a[0] - b[0]);
+  order.sort((a, b) => a[1] - b[1] || a[0] - b[0]);
   init.lessons.forEach((_, i) => (byLesson[i] = []));
   await paced(order.length, init.joinRate, (i) => {
-    const [lesson, url] = order[i];
-    const c = open(lesson, url, init.localAddresses[i % init.localAddresses.length]);
+    const [lesson, k] = order[i];
+    const c = open(lesson, init.lessons[lesson].urls[k], init.lessons[lesson].nodes[k], init.localAddresses[i % init.localAddresses.length]);
     conns.push(c);
     byLesson[lesson].push(c);
   });
@@ -95,19 +114,29 @@ async function join(): Promise<void> {
   while (conns.some((c) => c.welcomeAt === undefined && c.ws.readyState <= WebSocket.OPEN) && performance.now() < deadline) {
     await new Promise((r) => setTimeout(r, 50));
   }
-  send({ ev: 'joined', held: conns.filter((c) => c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN).length, join: joinHist.toSparse(), joinMax: joinHist.max, errors });
+  const held = new Array<number>(init.nodeCount).fill(0);
+  for (const c of conns) if (c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN) held[c.node]++;
+  send({ ev: 'joined', held, join: sparse(joinHist), errors });
+}
+
+/** Connections still open and welcomed, per node (after the idle hold: none should have gone). */
+function count(): void {
+  const held = new Array<number>(init.nodeCount).fill(0);
+  for (const c of conns) if (c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN) held[c.node]++;
+  send({ ev: 'counted', held, errors });
 }
 
 async function cursor(): Promise<void> {
   const live = byLesson.map((l) => l.filter((c) => c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN)).filter((l) => l.length >= 2);
   let x = 0;
-  const total = Math.round(init.cursorRate * init.holdSeconds);
+  // a worker whose lessons all lost their people (a server that dropped them) has nobody to send from
+  const total = live.length > 0 ? Math.round(init.cursorRate * init.holdSeconds) : 0;
   await paced(total, init.cursorRate, () => {
     const lesson = live[Math.floor(Math.random() * live.length)];
     const sender = lesson[Math.floor(Math.random() * lesson.length)];
     const id = ++x;
     sendTimes.set(id, performance.now());
-    sender.ws.send(`{"type":"cursor","x":${id},"y":${Math.floor(Math.random() * 1000)}}`);
+    sender.ws.send(encode(`{"type":"cursor","x":${id},"y":${Math.floor(Math.random() * 1000)}}`));
     expected += lesson.length - 1;
   });
   // Drain: wait (bounded) until every relayed copy arrived, so the server's CPU
@@ -115,7 +144,7 @@ async function cursor(): Promise<void> {
   const drainUntil = performance.now() + 30_000;
   await new Promise((r) => setTimeout(r, 500));
   while (received < expected && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, 100));
-  send({ ev: 'cursored', sent: total, expected, received, fanout: fanoutHist.toSparse(), fanoutMax: fanoutHist.max, errors });
+  send({ ev: 'cursored', sent: total, expected, received, fanout: sparse(fanoutHist), errors });
 }
 
 async function close(): Promise<void> {
@@ -166,8 +195,12 @@ function togetherSeconds(l: Conn[], entered: (c: Conn) => number): number {
 process.on('message', (m: { cmd: string }) => {
   if (m.cmd === 'init') {
     init = m as Init;
+    joinHist = Array.from({ length: init.nodeCount }, () => new Histogram());
+    fanoutHist = Array.from({ length: init.nodeCount }, () => new Histogram());
+    errors = Array.from({ length: init.nodeCount }, () => ({}));
     send({ ev: 'ready' });
   } else if (m.cmd === 'join') void join();
+  else if (m.cmd === 'count') count();
   else if (m.cmd === 'cursor') void cursor();
   else if (m.cmd === 'close') void close();
   else if (m.cmd === 'exit') process.exit(0);

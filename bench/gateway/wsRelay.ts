@@ -1,4 +1,5 @@
 import { WebSocketServer, WebSocket } from 'ws';
+import './heapSignal.js';
 
 /**
  * The baseline of the load test: the same participant protocol (welcome,
@@ -48,6 +49,6 @@ wss.on('connection', (ws, req) => {
 
 wss.on('listening', () => {
   const addr = wss.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof addr === 'object' ? addr.port : 0 })}\n`);
+  process.stdout.write(`${JSON.stringify({ port: addr && typeof addr === 'object' ? addr.port : 0 })}\n`);
 });
 process.on('SIGTERM', () => wss.close(() => process.exit(0)));

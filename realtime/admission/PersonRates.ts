@@ -2,7 +2,7 @@ import type { Redis } from '../../src/redis.js';
 import { RateLimiter } from '../../src/lib/rateLimiter.js';
 import type { ClientConnection } from '../ClientConnection.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
-import { featureError } from '../features/frames.js';
+import { errorFrame } from '../protocol/errors.js';
 import type { BoardErrorCode } from '../../src/board/errors.js';
 
 /**
@@ -70,7 +70,7 @@ export const PERSON_RATES: Record<string, PersonRate> = {
   'chat.send': {
     rate: 3,
     burst: 10,
-    refuse: (conn) => conn.send(featureError('rate_limited', 'at most 10 chat messages in any 3 seconds or so; wait a moment', 'chat.send')),
+    refuse: (conn) => conn.send(errorFrame('rate_limited', 'at most 10 chat messages in any 3 seconds or so; wait a moment', 'chat.send')),
   },
   'board.op': {
     rate: 20,

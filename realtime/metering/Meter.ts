@@ -7,8 +7,9 @@ import { Batcher } from '../../src/lib/Batcher.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../../src/lib/Limiter.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
+import { METERED_PEOPLE } from '../../src/metering/rules.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
-import { meteredSeconds } from '../presence/RedisPresence.js';
+import { accOf, assertNever, meteredSeconds, pausedAtOf, runningSince, sessionOf, type PendingEnd } from '../presence/MeterMachine.js';
 
 /** Sessions charged per flush transaction. */
 const FLUSH_BATCH = 500;
@@ -68,9 +69,11 @@ export class Meter {
 
   /** Ends the pending session end in `m` (idle sweep, archive), queued per lesson. */
   finishEnd(lessonId: string, m: MeterState, now: number): Promise<void> {
+    const end = m.pendingEnd;
+    if (!end) return Promise.resolve();
     return this.queue.run(lessonId, () =>
       withRetry(async () => {
-        const after = await this.finishEndNow(lessonId, m, now);
+        const after = await this.finishEndNow(lessonId, end, now);
         await this.snapshot(lessonId, after ?? m, 0, now, true);
       }, RETRY_WAITS),
     );
@@ -95,13 +98,21 @@ export class Meter {
    * meters up to now (so GET /balance is live) and refresh their snapshots.
    */
   async flush(results: TickResult[], now: number): Promise<void> {
-    const due = results.filter((r) => r.due && r.meter && r.meter.sessionId !== null);
+    const due = results.filter((r) => r.due && r.meter && sessionOf(r.meter) !== null);
     const items: MeteredItem[] = [];
     for (const r of due) {
       const m = r.meter!;
-      const cum = meteredSeconds(m, now);
-      if (cum > (this.charged.get(m.sessionId!) ?? -1) || m.since !== null) {
-        items.push({ sessionId: m.sessionId!, cumulativeSeconds: cum, at: new Date(m.since !== null ? now : (m.pausedAt ?? now)), people: m.peopleMax || undefined });
+      // A meter rebuilt from Postgres is not charged before it settles (MeterMachine.settle):
+      // it may yet pause in the past (a departure reported while Redis was away), and a
+      // watermark charge cannot be taken back. The balance catches up at the next flush.
+      if (m.seededAt !== null) continue;
+      const sessionId = sessionOf(m)!;
+      // up to where presence is certain: a node that died since its last renewal is reaped dated then
+      const upTo = Math.min(now, r.safeUntil);
+      const cum = meteredSeconds(m, upTo);
+      const running = runningSince(m) !== null;
+      if (cum > (this.charged.get(sessionId) ?? -1) || running) {
+        items.push({ sessionId, cumulativeSeconds: cum, at: new Date(running ? now : (pausedAtOf(m) ?? now)), people: m.peopleMax || undefined });
       }
     }
     // one transaction for every lesson this node flushes (src/metering/charge.ts)
@@ -140,25 +151,43 @@ export class Meter {
     await this.starts.idle();
   }
 
+  /** The Postgres side of each transition, in the order Redis decided them. */
   private async applyNow(lessonId: string, m: MeterState, change: Change, now: number): Promise<void> {
-    const fx = change.effects;
     let latest: MeterState = m;
     let count = change.count;
     let ended = false;
-    if (m.endSessionId !== null && (fx.includes('ended') || fx.includes('start'))) {
-      // A new session never starts before the previous one is ended in Postgres.
-      latest = (await this.finishEndNow(lessonId, m, now)) ?? latest;
+    const endFirst = async () => {
+      if (!m.pendingEnd || ended) return;
+      latest = (await this.finishEndNow(lessonId, m.pendingEnd, now)) ?? latest;
       ended = true;
-    }
-    if (fx.includes('start') && m.startAt !== null) {
-      const started = await this.start(lessonId, m.startAt, Math.max(2, m.peopleMax, count), now);
-      if (started) {
-        latest = started.meter ?? latest;
-        count = started.count;
+    };
+    for (const fx of change.effects) {
+      switch (fx) {
+        case 'ended':
+          await endFirst();
+          break;
+        case 'start':
+          // A new session never starts before the previous one is ended in Postgres.
+          await endFirst();
+          if (m.state === 'starting') {
+            const started = await this.start(lessonId, m.startAt, Math.max(METERED_PEOPLE, m.peopleMax, count), now);
+            if (started) {
+              latest = started.meter ?? latest;
+              count = started.count;
+            }
+          }
+          break;
+        case 'pause':
+          // a pending start that paused has no session to charge yet: its time is in accMs
+          if (m.state === 'paused') await this.charge(m.sessionId, Math.floor(m.accMs / 1000), m.pausedAt ?? now, m.peopleMax);
+          break;
+        case 'resume':
+        case 'empty':
+        case 'occupied':
+          break; // the snapshot below records them
+        default:
+          assertNever(fx);
       }
-    }
-    if (fx.includes('pause') && m.sessionId !== null) {
-      await this.charge(m.sessionId, Math.floor(m.accMs / 1000), m.pausedAt ?? now, m.peopleMax);
     }
     await this.snapshot(lessonId, latest, count, now, ended);
   }
@@ -176,16 +205,16 @@ export class Meter {
     return { meter: res.change.meter, count: res.change.count };
   }
 
-  private async finishEndNow(lessonId: string, m: MeterState, now: number): Promise<MeterState | null> {
-    const sessionId = m.endSessionId!;
+  private async finishEndNow(lessonId: string, end: PendingEnd, now: number): Promise<MeterState | null> {
+    const { sessionId } = end;
     const { ended } = await finishSession(this.deps.sql, {
       sessionId,
-      cumulativeSeconds: m.endSeconds,
-      chargeAt: new Date(m.endChargeAt ?? m.endAt ?? now),
-      endedAt: new Date(m.endAt ?? now),
+      cumulativeSeconds: end.seconds,
+      chargeAt: new Date(end.chargeAt),
+      endedAt: new Date(end.endAt),
       at: new Date(now),
     });
-    if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId, seconds: m.endSeconds }, 'session ended');
+    if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId, seconds: end.seconds }, 'session ended');
     this.charged.delete(sessionId);
     return this.presence.clearEnd(lessonId, sessionId, now);
   }
@@ -197,7 +226,7 @@ export class Meter {
 
   /** Snapshots matter only for lessons with a session (or one that just ended). */
   private async snapshot(lessonId: string, m: MeterState, people: number, now: number, force: boolean): Promise<void> {
-    if (m.sessionId === null && !force) return;
+    if (sessionOf(m) === null && !force) return;
     await this.snapshots.add(toSnapshot(lessonId, m, people, now));
     this.snapshotted.set(lessonId, { seq: m.seq, at: now });
   }
@@ -207,9 +236,9 @@ function toSnapshot(lessonId: string, m: MeterState, people: number, now: number
   return {
     lessonId,
     seq: m.seq,
-    sessionId: m.sessionId,
-    accMs: m.accMs,
-    runningSince: m.since !== null ? new Date(m.since) : null,
+    sessionId: sessionOf(m),
+    accMs: accOf(m),
+    runningSince: runningSince(m) !== null ? new Date(runningSince(m)!) : null,
     emptySince: m.emptySince !== null ? new Date(m.emptySince) : null,
     people,
     at: new Date(now),

@@ -1,36 +1,22 @@
 import type { MeterSeed } from '../../src/metering/meters.js';
 import type { Role } from '../../src/domain/enums.js';
+import type { MeterState, Transition } from './MeterMachine.js';
 
 /**
  * Presence of people in lessons across every gateway node, and the meter that
- * follows from it. Implemented by RedisPresence (Lua, atomic); the gateway's
- * lesson logic only sees this interface.
+ * follows from it (the state machine of ./MeterMachine.ts). Two
+ * implementations: RedisPresence (Lua, atomic, shared by every node) and
+ * InMemoryPresence (one process: unit tests of the core, a single-node laptop
+ * mode); test/realtime/presenceSuite.ts runs one suite against both. The
+ * gateway's lesson logic and the Meter only see this interface.
  *
  * "Person" is the link's user_hash: one person in two tabs or on two devices
- * is one person. Every call that changes who is present returns the effects
- * (`Effect`) the caller must apply in Postgres; an effect is returned to
- * exactly one caller, so it is applied once however many nodes race.
+ * is one person. Every call that changes who is present returns the
+ * transitions (`Effect`) the caller must apply in Postgres; a transition is
+ * returned to exactly one caller, so it is applied once however many nodes race.
  */
-export type Effect = 'start' | 'resume' | 'pause' | 'empty' | 'occupied' | 'ended';
-
-/** The live meter of a lesson (times in ms of the node clocks). */
-export interface MeterState {
-  seq: number;
-  sessionId: number | null;
-  accMs: number;
-  since: number | null;
-  pausedAt: number | null;
-  emptySince: number | null;
-  peopleMax: number;
-  startAt: number | null;
-  startClaim: number | null;
-  endSessionId: number | null;
-  endSeconds: number;
-  endChargeAt: number | null;
-  endAt: number | null;
-  flushAt: number | null;
-  seededAt: number | null;
-}
+export type Effect = Transition;
+export type { MeterState };
 
 /** What other participants may see of a person: never the partner's user id. */
 export interface PublicPerson {
@@ -68,6 +54,12 @@ export interface TickResult extends Change {
   lessonId: string;
   /** this node claimed the periodic flush of the lesson */
   due: boolean;
+  /**
+   * Presence is certain up to here (<= now): the earliest next-renewal time
+   * of the nodes with people in the lesson. A node that died since is reaped
+   * with its departures dated then, so a flush charges no further.
+   */
+  safeUntil: number;
 }
 
 export interface JoinInput {
@@ -90,11 +82,24 @@ export interface Presence {
   /** Before serving: whatever makes the first calls as fast as the later ones (loading scripts). */
   warmUp(): Promise<void>;
   join(lessonId: string, input: JoinInput): Promise<JoinResult>;
-  /** undefined when the connection was not registered (e.g. Redis lost it) */
-  leave(lessonId: string, conn: string, now: number): Promise<LeaveResult | undefined>;
-  /** Refreshes this node's lease; alive=false means Redis had lost it (flush, restart, or we were reaped). */
+  /**
+   * The connection closed. `at` (default `now`) dates the departure: the
+   * socket's last sign of life when the gateway knows it (a half-open socket
+   * found by the idle timeout left when it last spoke, not when it was found).
+   * undefined when the connection was not registered (e.g. Redis lost it).
+   */
+  leave(lessonId: string, conn: string, now: number, at?: number): Promise<LeaveResult | undefined>;
+  /**
+   * Refreshes this node's lease; alive=false means the lease was gone (Redis
+   * lost its state, or we were reaped after a stall): re-register. Starts a
+   * Redis state's rebuild window when it finds none (src/metering/rules.ts rebuildMs).
+   */
   heartbeat(node: string, now: number): Promise<{ alive: boolean; expired: string[] }>;
-  /** Removes every connection of a node whose lease expired; [] when someone else did or it came back. */
+  /**
+   * Removes every connection of a node whose lease expired, once; [] when
+   * someone else did or it came back. Departures are dated when the dead
+   * node's next renewal was due (rules.ts renewMs), never at the expiry.
+   */
   reap(deadNode: string, now: number): Promise<ReapedLesson[]>;
   tick(lessonIds: string[], now: number): Promise<TickResult[]>;
   setSession(lessonId: string, sessionId: number, startAt: number, baseMs: number, now: number): Promise<{ ok: boolean; change: Change }>;
@@ -104,6 +109,18 @@ export interface Presence {
   orphan(lessonId: string, sessionId: number, now: number): Promise<MeterState | undefined>;
   people(lessonId: string): Promise<{ count: number; seq: number; people: PublicPerson[] }>;
   leaveNode(node: string): Promise<void>;
+}
+
+/** The timing every implementation takes (realtime/timing.ts), and where seeds come from. */
+export interface PresenceOptions {
+  idleMs: number;
+  leaseMs: number;
+  flushMs: number;
+  /** how long re-registration after a state loss may take before the meter is reconciled */
+  graceMs: number;
+  /** a pending session start not confirmed within this is taken over by another node */
+  startRetryMs: number;
+  loadSeed: SeedLoader;
 }
 
 /** Reads what Postgres knows of a lesson's meter, for Redis to be seeded with. */

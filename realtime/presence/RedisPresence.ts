@@ -1,7 +1,8 @@
 import type { Redis } from '../../src/redis.js';
 import type { MeterSeed } from '../../src/metering/meters.js';
-import { PARTICIPANT_JOINED_WINDOW_MS } from '../../src/metering/participants.js';
+import { PARTICIPANT_JOINED_WINDOW_MS, rebuildMs, renewMs } from '../../src/metering/rules.js';
 import * as lua from './lua.js';
+import { parseMeter as parseMeterFields } from './MeterMachine.js';
 import type {
   Change,
   Effect,
@@ -10,23 +11,15 @@ import type {
   LeaveResult,
   MeterState,
   Presence,
+  PresenceOptions,
   PublicPerson,
   ReapedLesson,
-  SeedLoader,
   TickResult,
 } from './Presence.js';
 
-export interface RedisPresenceOptions {
+export interface RedisPresenceOptions extends PresenceOptions {
   /** key namespace under REDIS_KEY_PREFIX */
   namespace?: string;
-  idleMs: number;
-  leaseMs: number;
-  flushMs: number;
-  /** how long re-registration after a Redis loss may take before the meter is reconciled */
-  graceMs: number;
-  /** a pending session start not confirmed within this is taken over by another node */
-  startRetryMs: number;
-  loadSeed: SeedLoader;
 }
 
 type Reply = (string | number | Reply)[];
@@ -95,8 +88,8 @@ export class RedisPresence implements Presence {
     };
   }
 
-  async leave(lessonId: string, conn: string, now: number): Promise<LeaveResult | undefined> {
-    const res = await this.run.gwLeave(this.root, now, this.opts.idleMs, conn, lessonId);
+  async leave(lessonId: string, conn: string, now: number, at = now): Promise<LeaveResult | undefined> {
+    const res = await this.run.gwLeave(this.root, now, this.opts.idleMs, conn, lessonId, at, rebuildMs(this.opts.leaseMs));
     if (res[0] === 'gone') return undefined;
     return {
       last: res[1] === 1,
@@ -108,7 +101,7 @@ export class RedisPresence implements Presence {
   }
 
   async heartbeat(node: string, now: number): Promise<{ alive: boolean; expired: string[] }> {
-    const res = await this.run.gwHeartbeat(this.root, now, node, this.opts.leaseMs);
+    const res = await this.run.gwHeartbeat(this.root, now, node, this.opts.leaseMs, renewMs(this.opts.leaseMs));
     return { alive: res[0] === 1, expired: res.slice(1) as string[] };
   }
 
@@ -126,15 +119,15 @@ export class RedisPresence implements Presence {
   async tick(lessonIds: string[], now: number): Promise<TickResult[]> {
     if (lessonIds.length === 0) return [];
     const o = this.opts;
-    const res = await this.run.gwTick(this.root, now, o.idleMs, o.flushMs, o.graceMs, o.startRetryMs, ...lessonIds);
+    const res = await this.run.gwTick(this.root, now, o.idleMs, o.flushMs, o.graceMs, o.startRetryMs, rebuildMs(o.leaseMs), ...lessonIds);
     const out: TickResult[] = [];
     for (const r of res as Reply[]) {
       const lessonId = r[0] as string;
       if (r[1] === 'seed') {
-        out.push({ lessonId, due: false, count: 0, meter: null, effects: [] });
+        out.push({ lessonId, due: false, count: 0, meter: null, effects: [], safeUntil: now });
         continue;
       }
-      out.push({ lessonId, due: r[2] === 1, count: Number(r[3]), meter: parseMeter(r[4] as Reply), effects: r[5] as Effect[] });
+      out.push({ lessonId, due: r[2] === 1, count: Number(r[3]), meter: parseMeter(r[4] as Reply), effects: r[5] as Effect[], safeUntil: Number(r[6]) });
     }
     return out;
   }
@@ -146,7 +139,7 @@ export class RedisPresence implements Presence {
   }
 
   async claimEnd(lessonId: string, sessionId: number, now: number) {
-    const args = (seed: string) => [now, this.opts.idleMs, lessonId, sessionId, seed];
+    const args = (seed: string) => [now, this.opts.idleMs, lessonId, sessionId, seed, rebuildMs(this.opts.leaseMs)];
     let res = await this.run.gwClaimEnd(this.root, ...args(''));
     if (res[0] === 'seed') res = await this.run.gwClaimEnd(this.root, ...args(await this.seed(lessonId)));
     if (res[0] === 'end') return { kind: 'end' as const, meter: parseMeter(res[1] as Reply)! };
@@ -166,7 +159,7 @@ export class RedisPresence implements Presence {
   }
 
   async orphan(lessonId: string, sessionId: number, now: number): Promise<MeterState | undefined> {
-    const args = (seed: string) => [now, lessonId, sessionId, seed];
+    const args = (seed: string) => [now, lessonId, sessionId, seed, rebuildMs(this.opts.leaseMs)];
     let res = await this.run.gwOrphan(this.root, ...args(''));
     if (res[0] === 'seed') res = await this.run.gwOrphan(this.root, ...args(await this.seed(lessonId)));
     return res[0] === 'ok' ? parseMeter(res[1] as Reply)! : undefined;
@@ -193,36 +186,14 @@ export function encodeSeed(s: MeterSeed): string {
   return [s.seq, s.sessionId ?? '', Math.round(s.accMs), ms(s.runningSince), ms(s.emptySince), ms(s.confirmedAt)].join('|');
 }
 
+/** The script's meter array (METER_FIELDS order) as its state (MeterMachine.parseMeter). */
 function parseMeter(r: Reply | undefined): MeterState | null {
   if (!r || r.length === 0) return null;
   const f: Record<string, string> = {};
   lua.METER_FIELDS.forEach((name, i) => (f[name] = String(r[i] ?? '')));
-  const n = (v: string) => (v === '' ? null : Number(v));
-  return {
-    seq: Number(f.seq || 0),
-    sessionId: n(f.sid),
-    accMs: Number(f.acc || 0),
-    since: n(f.since),
-    pausedAt: n(f.paused_at),
-    emptySince: n(f.empty),
-    peopleMax: Number(f.pmax || 0),
-    startAt: n(f.start_at),
-    startClaim: n(f.start_claim),
-    endSessionId: n(f.end_sid),
-    endSeconds: Number(f.end_cum || 0),
-    endChargeAt: n(f.end_charge_at),
-    endAt: n(f.end_at),
-    flushAt: n(f.flush_at),
-    seededAt: n(f.seeded_at),
-  };
+  return parseMeterFields(f);
 }
 
 function parsePerson(json: string): PublicPerson {
   return JSON.parse(json) as PublicPerson;
-}
-
-/** Metered whole seconds of the meter's session at `now` (the floor is taken over the whole session). */
-export function meteredSeconds(m: MeterState, now: number): number {
-  const running = m.since !== null ? Math.max(0, now - m.since) : 0;
-  return Math.floor((m.accMs + running) / 1000);
 }

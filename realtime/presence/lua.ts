@@ -1,6 +1,35 @@
+import { METERED_PEOPLE } from '../../src/metering/rules.js';
+
 /**
  * Lua scripts that decide presence and the meter of a lesson atomically in
- * Redis (docs/metering.md has the state machine in prose).
+ * Redis. They implement the state machine of ./MeterMachine.ts, function for
+ * function (InMemoryPresence runs the TypeScript one; the shared suite
+ * test/realtime/presenceSuite.ts proves they agree):
+ *
+ *   meter hash (METER_FIELDS)             MeterState (parseMeter)
+ *   sid = '', start_at = ''            -> idle
+ *   sid = '', start_at set             -> starting (since set: metering, '' : paused)
+ *   sid set,  since set                -> running
+ *   sid set,  since = ''               -> paused
+ *   end_sid set                        -> pendingEnd (beside any state)
+ *
+ *   Lua                 TypeScript (MeterMachine.ts)   transitions returned
+ *   on_count            onCount                        occupied, ended, start, resume, pause, empty
+ *   start_run           startRun                       start | resume
+ *   pause               pause                          (pause)
+ *   pend_end            pendEnd                        (ended)
+ *   TICK's settle       settle                         pause, empty, start, resume; start (retry)
+ *   SET_SESSION         bindSession                    -
+ *   CLAIM_END           claimIdleEnd                   -
+ *   ARCHIVE_END         archive                        -
+ *   CLEAR_END           clearEnd                       -
+ *   ORPHAN              claimOrphan                    -
+ *   LEAVE, conn gone    lostDeparture                  -
+ *   maybe_forget        forgettable                    -
+ *
+ * The rules they repeat come from src/metering/rules.ts: METERED_PEOPLE is
+ * generated into the script below; the idle end, the participant.joined
+ * window and the rebuild window arrive as ARGV.
  *
  * KEYS[1] is the namespace root (ioredis adds REDIS_KEY_PREFIX to it); every
  * other key is derived from it inside the script, so these scripts need one
@@ -13,6 +42,10 @@
  *   <root>l:<lesson>:i     HASH  person -> public JSON {id,name,role}
  *   <root>l:<lesson>:m     HASH  the meter (fields in METER_FIELDS)
  *   <root>l:<lesson>:j     HASH  person -> ms of the last participant.joined (a filter; Postgres decides)
+ *   <root>l:<lesson>:g     STRING latest departure reported while rebuilding, before the lesson had a meter again
+ *   <root>due              HASH  node -> when its next lease renewal is due (ms): a dead node's departures are dated then
+ *   <root>epoch            STRING when this Redis state began (ms): set by the first script that finds none
+ *                          (a new or restarted Redis); for rebuild_ms after it nothing decides a lesson is empty
  *
  * Times are milliseconds of the calling node's clock (deps.clock), passed in
  * ARGV so that tests can drive them with a ManualClock.
@@ -33,6 +66,7 @@ export const METER_FIELDS = [
   'end_at', // its ended_at
   'flush_at', // last periodic flush claimed
   'seeded_at', // the meter was rebuilt from Postgres then ('' otherwise)
+  'gone', // latest departure, reported while rebuilding, of a connection Redis had lost ('' none)
 ] as const;
 
 const LIB = `
@@ -67,22 +101,38 @@ local function save_meter(l, m)
   local args = {}
   for _, f in ipairs(FIELDS) do args[#args + 1] = f; args[#args + 1] = m[f] end
   redis.call('HSET', K(l, 'm'), unpack(args))
+  -- the departures remembered before this meter existed are in it now
+  if m.adopt_g then redis.call('DEL', K(l, 'g')) end
 end
 
 -- seed: "seq|sid|acc|since|empty|confirmed" from Postgres (src/metering/meters.ts readMeterSeed)
-local function seed_meter(seed, now)
+local function seed_meter(l, seed, now)
   local p = split(seed, '|')
   local m = {}
   for _, f in ipairs(FIELDS) do m[f] = '' end
   m.seq = F(math.max(N(p[1]) or 0, now))
   m.sid = p[2]; m.acc = (p[3] ~= '' and p[3]) or '0'; m.since = p[4]; m.empty = p[5]
   m.pmax = '0'
-  m.seeded_at = F(now)
+  -- only a running session has anything to reconcile with the re-registered sockets (settle)
+  m.seeded_at = (m.sid ~= '' and F(now)) or ''
   m.confirmed = p[6]
+  -- departures the nodes reported while Redis was rebuilding, before this meter existed
+  m.gone = redis.call('GET', K(l, 'g')) or ''
+  m.adopt_g = m.gone ~= ''
   return m
 end
 
 local function bump(m, now) m.seq = F(math.max((N(m.seq) or 0) + 1, now)) end
+
+-- rules.ts METERED_PEOPLE (the two-person rule)
+local METERED = ${METERED_PEOPLE}
+
+-- When this Redis state began; a script that finds none starts it (rules.ts rebuildMs).
+local function epoch(now)
+  local e = N(redis.call('GET', root .. 'epoch'))
+  if not e then redis.call('SET', root .. 'epoch', F(now)); e = now end
+  return e
+end
 
 local function meter_out(m)
   local out = {}
@@ -90,17 +140,17 @@ local function meter_out(m)
   return out
 end
 
--- A session end becomes pending: the session's final figures are frozen and
--- the lesson is free for a new session.
+-- pendEnd: the session's final figures are frozen and the lesson is free for a new session.
 local function pend_end(m, end_at)
   m.end_sid = m.sid
   m.end_cum = F(math.floor((N(m.acc) or 0) / 1000))
-  m.end_charge_at = (m.paused_at ~= '' and m.paused_at) or F(end_at)
+  m.end_charge_at = (m.since == '' and m.paused_at ~= '' and m.paused_at) or F(end_at)
   m.end_at = F(end_at)
   m.sid = ''; m.acc = '0'; m.since = ''; m.paused_at = ''; m.pmax = '0'
   m.start_at = ''; m.start_claim = ''
 end
 
+-- pause: running -> paused (a pending start stays pending, unmetered)
 local function pause(m, at)
   local since = N(m.since)
   if since then
@@ -110,9 +160,20 @@ local function pause(m, at)
   end
 end
 
--- The rules of the meter, applied when the number of distinct people present
--- goes from before to after. Returns the effects the caller applies in Postgres.
-local function on_count(m, before, after, now, idle)
+-- startRun: idle -> starting ('start'); paused -> running, starting stays ('resume')
+local function start_run(m, at)
+  m.since = F(at)
+  if m.sid == '' and m.start_at == '' then
+    m.start_at = F(at); m.start_claim = F(at); m.acc = '0'; m.paused_at = ''; m.pmax = '0'
+    return 'start'
+  end
+  m.paused_at = ''
+  return 'resume'
+end
+
+-- onCount: the rules applied when the number of distinct people present goes
+-- from before to after, dated at (a departure may be dated at its last sign of life).
+local function on_count(m, before, after, at, now, idle)
   local fx = {}
   if before == 0 and after > 0 then
     -- the idle wait is over even if no sweeper has ended the session yet
@@ -121,17 +182,10 @@ local function on_count(m, before, after, now, idle)
     end
     if m.empty ~= '' then m.empty = ''; fx[#fx + 1] = 'occupied' end
   end
-  if before < 2 and after >= 2 and m.since == '' then
-    m.since = F(now)
-    if m.sid == '' and m.start_at == '' then
-      m.start_at = F(now); m.start_claim = F(now); m.pmax = '0'; fx[#fx + 1] = 'start'
-    else
-      fx[#fx + 1] = 'resume'
-    end
-  end
+  if before < METERED and after >= METERED and m.since == '' then fx[#fx + 1] = start_run(m, at) end
   if after > (N(m.pmax) or 0) and (m.sid ~= '' or m.start_at ~= '') then m.pmax = F(after) end
-  if before >= 2 and after < 2 and m.since ~= '' then pause(m, now); fx[#fx + 1] = 'pause' end
-  if after == 0 and before > 0 then m.empty = F(now); fx[#fx + 1] = 'empty' end
+  if before >= METERED and after < METERED and m.since ~= '' then pause(m, at); fx[#fx + 1] = 'pause' end
+  if after == 0 and before > 0 then m.empty = F(at); fx[#fx + 1] = 'empty' end
   if #fx > 0 then bump(m, now) end
   return fx
 end
@@ -174,10 +228,11 @@ local l = ARGV[10]
 local now, idle = tonumber(ARGV[1]), tonumber(ARGV[2])
 local node, conn, person, info = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local window, seed, rejoin = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+epoch(now)
 local m = load_meter(l)
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
+  m = seed_meter(l, seed, now)
 end
 local first, announce, fx = 0, 0, {}
 if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
@@ -187,7 +242,7 @@ if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
   local n = redis.call('HINCRBY', K(l, 'p'), person, 1)
   redis.call('HSET', K(l, 'i'), person, info)
   local after = redis.call('HLEN', K(l, 'p'))
-  fx = on_count(m, before, after, now, idle)
+  fx = on_count(m, before, after, now, now, idle)
   if n == 1 then
     first = 1
     if #fx == 0 then bump(m, now) end
@@ -206,18 +261,32 @@ return { 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), fx,
 `;
 
 /**
- * leave: ARGV now, idle_ms, conn, lesson
+ * leave: ARGV now, idle_ms, conn, lesson, at (the departure's date: the socket's last sign of life), rebuild_ms
  * -> {'gone'} | {'ok', last, info, count, meter[...], fx[...]}
  */
 export const LEAVE = `${LIB}
 local now, idle, conn, l = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local at = math.min(now, tonumber(ARGV[5]) or now)
+local rebuild_until = epoch(now) + tonumber(ARGV[6])
 local before = redis.call('HLEN', K(l, 'p'))
 local d = drop_conn(l, conn)
-if not d then return { 'gone' } end
+if not d then
+  -- lostDeparture: Redis lost this connection (it is rebuilding): remember when
+  -- its person left, so the settle pauses the rebuilt meter then, not at the seed.
+  if now < rebuild_until then
+    local m = load_meter(l)
+    if m then
+      if m.seeded_at ~= '' then m.gone = F(math.max(N(m.gone) or at, at)); save_meter(l, m) end
+    else
+      redis.call('SET', K(l, 'g'), F(math.max(N(redis.call('GET', K(l, 'g'))) or at, at)), 'PX', 600000)
+    end
+  end
+  return { 'gone' }
+end
 local after = redis.call('HLEN', K(l, 'p'))
 local m = load_meter(l)
 if not m then return { 'ok', d[2], d[3], after, {}, {} } end
-local fx = on_count(m, before, after, now, idle)
+local fx = on_count(m, before, after, at, now, idle)
 if d[2] == 1 and #fx == 0 then bump(m, now) end
 local out = meter_out(m)
 if not maybe_forget(l, m, after) then save_meter(l, m) end
@@ -225,13 +294,15 @@ return { 'ok', d[2], d[3], after, out, fx }
 `;
 
 /**
- * heartbeat: ARGV now, node, lease_ms
+ * heartbeat: ARGV now, node, lease_ms, renew_ms
  * -> {alive (0: our lease was gone: Redis lost it or another node reaped us), expired nodes...}
  */
 export const HEARTBEAT = `${LIB}
-local now, node, lease = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local now, node, lease, renew = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+epoch(now)
 local had = redis.call('ZSCORE', root .. 'nodes', node)
 redis.call('ZADD', root .. 'nodes', now + lease, node)
+redis.call('HSET', root .. 'due', node, F(now + renew))
 local out = { had and 1 or 0 }
 for _, n in ipairs(redis.call('ZRANGEBYSCORE', root .. 'nodes', '-inf', now)) do
   if n ~= node then out[#out + 1] = n end
@@ -241,7 +312,7 @@ return out
 
 /**
  * reap: ARGV now, idle_ms, dead_node -> {{lesson, count, meter[...] or {}, fx[...], left infos[...]}, ...}
- * Departures are dated at the dead node's lease expiry.
+ * Departures are dated when the dead node's next renewal was due (rules.ts renewMs).
  * Removes every connection of a node whose lease expired, once: the lease is
  * re-checked here, so a node that came back in time is left alone and two
  * reapers cannot both apply the same departures.
@@ -250,11 +321,12 @@ export const REAP = `${LIB}
 local now, idle, dead = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local score = N(redis.call('ZSCORE', root .. 'nodes', dead))
 if not score or score > now then return {} end
--- The dead node's people are gone at the latest when its lease ran out: date
--- their departures then, so a reap that comes late (every node was down)
--- does not bill the downtime.
-local at = math.min(now, score)
+-- The dead node was alive at its last renewal and would have renewed again
+-- when that was due: its people left by then (never later, so a reap that
+-- comes late does not bill the downtime; never earlier, so nobody is under-billed).
+local at = math.min(now, score, N(redis.call('HGET', root .. 'due', dead)) or score)
 redis.call('ZREM', root .. 'nodes', dead)
+redis.call('HDEL', root .. 'due', dead)
 local byLesson, order = {}, {}
 for _, member in ipairs(redis.call('SMEMBERS', root .. 'n:' .. dead)) do
   local parts = split(member, ' ')
@@ -274,7 +346,7 @@ for _, l in ipairs(order) do
   local after = redis.call('HLEN', K(l, 'p'))
   local m = load_meter(l)
   if m then
-    local fx = on_count(m, before, after, at, idle)
+    local fx = on_count(m, before, after, at, now, idle)
     if #left > 0 and #fx == 0 then bump(m, now) end
     local mo = meter_out(m)
     if not maybe_forget(l, m, after) then save_meter(l, m) end
@@ -287,16 +359,17 @@ return out
 `;
 
 /**
- * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, lessons...
- * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...]}
+ * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, rebuild_ms, lessons...
+ * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...], safe_until}
  * Periodic work of a node for the lessons it serves: retries a pending start,
  * settles a meter rebuilt from Postgres once every node had time to
  * re-register, and claims the periodic flush (one node per interval).
  */
 export const TICK = `${LIB}
 local now, idle, flush, grace, retry = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local rebuild_until = epoch(now) + tonumber(ARGV[6])
 local out = {}
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   local l = ARGV[i]
   local m = load_meter(l)
   if not m then
@@ -305,17 +378,15 @@ for i = 6, #ARGV do
     local fx = {}
     local count = redis.call('HLEN', K(l, 'p'))
     local seeded = N(m.seeded_at)
-    if seeded and now - seeded >= grace then
-      -- Re-registration is over: what Postgres remembered and what the live
-      -- connections say are reconciled, dated when Redis lost its state.
-      m.seeded_at = ''
-      if count < 2 and m.since ~= '' then pause(m, seeded); fx[#fx + 1] = 'pause' end
-      if count == 0 and m.empty == '' then m.empty = F(seeded); fx[#fx + 1] = 'empty' end
-      if count >= 2 and m.since == '' then
-        m.since = F(now)
-        if m.sid == '' and m.start_at == '' then m.start_at = F(now); m.start_claim = F(now); fx[#fx + 1] = 'start'
-        else fx[#fx + 1] = 'resume' end
-      end
+    if seeded and now >= math.max(seeded + grace, rebuild_until) then
+      -- settle: re-registration is over: what Postgres remembered and what the
+      -- live connections say are reconciled, dated when Redis was seeded.
+      -- (at the latest departure reported for a connection Redis had lost, if earlier)
+      local stop = math.min(seeded, N(m.gone) or seeded)
+      m.seeded_at = ''; m.gone = ''
+      if count < METERED and m.since ~= '' then pause(m, stop); fx[#fx + 1] = 'pause' end
+      if count == 0 and m.empty == '' then m.empty = F(stop); fx[#fx + 1] = 'empty' end
+      if count >= METERED and m.since == '' then fx[#fx + 1] = start_run(m, now) end
     end
     if m.sid == '' and m.start_at ~= '' and now - (N(m.start_claim) or 0) >= retry then
       m.start_claim = F(now); fx[#fx + 1] = 'start'
@@ -324,7 +395,21 @@ for i = 6, #ARGV do
     if m.flush_at == '' or now - N(m.flush_at) >= flush - 250 then m.flush_at = F(now); due = 1 end
     if #fx > 0 then bump(m, now) end
     save_meter(l, m)
-    out[#out + 1] = { l, 'ok', due, count, meter_out(m), fx }
+    -- Presence is certain only up to when the next renewal of every node with
+    -- people here is due: a node that died since is reaped dated then, and a
+    -- flush must not charge past it (a watermark cannot be taken back).
+    local safe, seen = now, {}
+    if due == 1 then
+      for _, v in ipairs(redis.call('HVALS', K(l, 'c'))) do
+        local node = split(v, ' ')[1]
+        if not seen[node] then
+          seen[node] = true
+          local d = N(redis.call('HGET', root .. 'due', node))
+          if d and d < safe then safe = d end
+        end
+      end
+    end
+    out[#out + 1] = { l, 'ok', due, count, meter_out(m), fx, F(safe) }
   end
 end
 return out
@@ -351,20 +436,24 @@ return { 'stale', redis.call('HLEN', K(l, 'p')), meter_out(m) }
 `;
 
 /**
- * claim_end: ARGV now, idle_ms, lesson, sid, seed
+ * claim_end: ARGV now, idle_ms, lesson, sid, seed, rebuild_ms
  * -> {'seed'} | {'end', meter[...]} | {'busy'} | {'orphan'}
  * The idle sweeper asks whether session `sid` is over. Only Redis knows who
- * is present right now, so Postgres' empty_since is confirmed here first.
+ * is present right now, so Postgres' empty_since is confirmed here first;
+ * while a new Redis state is being rebuilt from the live nodes, nobody is
+ * known to be absent: busy.
  */
 export const CLAIM_END = `${LIB}
 local now, idle, l, sid, seed = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local rebuild_until = epoch(now) + tonumber(ARGV[6])
 local m = load_meter(l)
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
+  m = seed_meter(l, seed, now)
 end
 local count = redis.call('HLEN', K(l, 'p'))
 if m.end_sid == sid then return { 'end', meter_out(m) } end
+if now < rebuild_until then return { 'busy' } end
 if m.sid == sid then
   if count == 0 and m.empty ~= '' and now - N(m.empty) >= idle then
     pend_end(m, N(m.empty))
@@ -372,7 +461,6 @@ if m.sid == sid then
     save_meter(l, m)
     return { 'end', meter_out(m) }
   end
-  save_meter(l, m)
   return { 'busy' }
 end
 if count == 0 then return { 'orphan' } end
@@ -388,11 +476,11 @@ local now, l, at, seed = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local m = load_meter(l)
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
+  m = seed_meter(l, seed, now)
 end
 if m.end_sid ~= '' then return { 'end', meter_out(m) } end
 if m.sid == '' then
-  m.start_at = ''; m.start_claim = ''; m.since = ''
+  m.start_at = ''; m.start_claim = ''; m.since = ''; m.acc = '0'; m.paused_at = ''
   save_meter(l, m)
   return { 'none' }
 end
@@ -420,29 +508,29 @@ return { 'ok', out }
 `;
 
 /**
- * orphan: ARGV now, lesson, sid, seed -> {'seed'} | {'busy'} | {'ok', meter[...]}
+ * orphan: ARGV now, lesson, sid, seed, rebuild_ms -> {'seed'} | {'busy'} | {'ok', meter[...]}
  * Postgres has a running session nobody vouched for lately. If nobody is
  * present, the meter stops when presence was last confirmed (the seed's
- * confirmed time) and the lesson counts as empty since then.
+ * confirmed time) and the lesson counts as empty since then. Never while a
+ * new Redis state is being rebuilt from the live nodes (rules.ts rebuildMs):
+ * the gateways' sockets are the truth, and they have not all re-registered.
  */
 export const ORPHAN = `${LIB}
 local now, l, sid, seed = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local rebuild_until = epoch(now) + tonumber(ARGV[5])
 local m = load_meter(l)
-local fresh = false
 if not m then
   if seed == '' then return { 'seed' } end
-  m = seed_meter(seed, now)
-  fresh = true
+  m = seed_meter(l, seed, now)
 end
 local count = redis.call('HLEN', K(l, 'p'))
-if count > 0 or m.sid ~= sid then
-  if not fresh then save_meter(l, m) end
-  return { 'busy' }
-end
+if count > 0 or m.sid ~= sid or now < rebuild_until then return { 'busy' } end
 local at = N(m.confirmed) or N(m.seeded_at) or now
+-- a departure reported while rebuilding is a later sign of presence than the last heartbeat
+if N(m.gone) and N(m.gone) > at then at = N(m.gone) end
 if m.since ~= '' then pause(m, at) end
 if m.empty == '' then m.empty = F(at) end
-m.seeded_at = ''
+m.seeded_at = ''; m.gone = ''
 bump(m, now)
 save_meter(l, m)
 return { 'ok', meter_out(m) }
@@ -458,6 +546,7 @@ return { redis.call('HLEN', K(l, 'p')), (m and m.seq) or '0', redis.call('HVALS'
 /** leave_node: ARGV node -> removes the node's lease (graceful shutdown, after its connections left). */
 export const LEAVE_NODE = `${LIB}
 redis.call('ZREM', root .. 'nodes', ARGV[1])
+redis.call('HDEL', root .. 'due', ARGV[1])
 if redis.call('SCARD', root .. 'n:' .. ARGV[1]) == 0 then redis.call('DEL', root .. 'n:' .. ARGV[1]) end
 return 1
 `;

@@ -132,7 +132,7 @@ export interface SweepCandidate {
   archived: boolean;
 }
 
-/** Running sessions whose lesson has been empty since `cutoff` or earlier (the idle end). */
+/** Running sessions whose lesson has been empty since `cutoff` (now - SESSION_IDLE_SECONDS: the idle end, src/metering/rules.ts) or earlier. */
 export async function findIdleSessions(db: Db, cutoff: Date, limit = 500): Promise<SweepCandidate[]> {
   const rows = await db<{ lesson_id: string; session_id: number; empty_since: Date }[]>`
     SELECT m.lesson_id, m.session_id, m.empty_since
@@ -143,6 +143,7 @@ export async function findIdleSessions(db: Db, cutoff: Date, limit = 500): Promi
 }
 
 /**
+ * The orphan rule (src/metering/rules.ts orphanMs; `staleBefore` = now - orphanMs).
  * Running sessions that no gateway node has vouched for since `staleBefore`
  * and that are not known to be empty: every process that held them died
  * (or Redis and the processes were lost together).

@@ -1,8 +1,10 @@
 import type { Sql } from '../db/index.js';
 import { recordEvent } from '../events/outbox.js';
 
-/** participant.joined goes out at most once per this window per person and lesson. */
-export const PARTICIPANT_JOINED_WINDOW_MS = 6 * 3600 * 1000;
+import { PARTICIPANT_JOINED_WINDOW_MS } from './rules.js';
+
+/** The 6-hour rule is stated in ./rules.ts; re-exported for the callers that know it from here. */
+export { PARTICIPANT_JOINED_WINDOW_MS };
 
 /**
  * A person entered a lesson. Records `participant.joined` unless one was

@@ -41,7 +41,7 @@ describe('protocol catalogue', () => {
   });
 
   it('lists every error code that realtime/ and src/ send in an error frame', () => {
-    const sender = /\b(?:featureError|sendError|invalidFrame|errorFrame)\(\s*'([a-z_]+)'/g;
+    const sender = /\b(?:sendError|invalidFrame|errorFrame)\(\s*'([a-z_]+)'/g;
     const raw = /type:\s*'error',\s*code:\s*'([a-z_]+)'/g;
     const parseOutcome = /\{\s*ok:\s*false,\s*code:\s*'([a-z_]+)'/g;
     const sent = new Map<string, string>();

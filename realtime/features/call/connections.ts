@@ -1,5 +1,3 @@
-import { z } from 'zod';
-import { ClientMessages } from '../../protocol/clientMessages.js';
 import { randomBase62 } from '../../../src/lib/crypto.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 
@@ -21,14 +19,3 @@ export function callId(conn: ClientConnection): string {
   return id;
 }
 
-export const CALL_ID = /^[A-Za-z0-9]{12}$/;
-const toConn = z.string().regex(CALL_ID).optional();
-
-/** The signalling schemas of src/board/protocol.ts with the optional connection they are for. */
-export const SignalSchemas = {
-  'rtc.offer': ClientMessages['rtc.offer'].extend({ to_conn: toConn }),
-  'rtc.answer': ClientMessages['rtc.answer'].extend({ to_conn: toConn }),
-  'rtc.ice': ClientMessages['rtc.ice'].extend({ to_conn: toConn }),
-  /** a tab that joined asks each connection of `to` to offer it a call */
-  'rtc.hello': z.object({ type: z.literal('rtc.hello'), to: ClientMessages['rtc.offer'].shape.to }).strict(),
-};

@@ -4,8 +4,8 @@ import type { ClientConnection } from '../../ClientConnection.js';
 import type { GatewayFeature } from '../api.js';
 import { KeyedQueue } from '../../lib/KeyedQueue.js';
 import { defineMessage } from '../../protocol/registry.js';
-import { featureError } from '../frames.js';
-import { callId, SignalSchemas } from './connections.js';
+import { errorFrame } from '../../protocol/errors.js';
+import { callId } from './connections.js';
 import { mediaStateFrame, type MediaStates } from './media.js';
 import { LessonPeople } from './people.js';
 import { iceServersFor } from './turn.js';
@@ -16,7 +16,7 @@ export const PERSON_ID = /^[A-Za-z0-9_-]{16}$/;
 /** Refuses call messages in board_only lessons; true when the message may go on. */
 export function callAllowed(conn: ClientConnection, type: string): boolean {
   if (conn.link.lesson_mode === 'full') return true;
-  conn.send(featureError('board_only', 'this lesson has no video call', type));
+  conn.send(errorFrame('board_only', 'this lesson has no video call', type));
   return false;
 }
 
@@ -37,7 +37,7 @@ export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
   const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice' | 'rtc.hello'>(type: T) =>
     defineMessage({
       type,
-      schema: SignalSchemas[type],
+      schema: ClientMessages[type],
       description:
         type === 'rtc.hello'
           ? 'A tab that joined the call asks each connection of the participant `to` to offer it a call (full lessons).'
@@ -45,13 +45,13 @@ export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
       handle({ conn, gateway }, msg: { to: string; to_conn?: string; sdp?: string; candidate?: unknown }) {
         if (!callAllowed(conn, type)) return;
         if (!PERSON_ID.test(msg.to) || msg.to === conn.person.id) {
-          conn.send(featureError('not_found', 'no such participant in this lesson', type));
+          conn.send(errorFrame('not_found', 'no such participant in this lesson', type));
           return;
         }
         const from = { from: conn.person.id, from_conn: callId(conn), ...(msg.to_conn ? { to_conn: msg.to_conn } : {}) };
         const frame = type === 'rtc.ice' ? { type, ...from, candidate: msg.candidate } : type === 'rtc.hello' ? { type, ...from } : { type, ...from, sdp: msg.sdp };
         return inOrder.run(conn.id, async () => {
-          if (!(await people!.has(conn.lessonId, msg.to))) conn.send(featureError('not_found', 'no such participant in this lesson', type));
+          if (!(await people!.has(conn.lessonId, msg.to))) conn.send(errorFrame('not_found', 'no such participant in this lesson', type));
           else gateway.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
         });
       },

@@ -6,7 +6,7 @@ import type { Refusal } from '../../admission/Admission.js';
 import { defineMessage } from '../../protocol/registry.js';
 import { callAllowed, PERSON_ID } from '../call/feature.js';
 import { mediaStateFrame, type MediaStates } from '../call/media.js';
-import { featureError } from '../frames.js';
+import { errorFrame } from '../../protocol/errors.js';
 import type { Removals } from './removals.js';
 
 export const removedRefusal: Refusal = { ok: false, status: 403, code: 'removed', message: 'You were removed from this lesson' };
@@ -14,11 +14,11 @@ export const removedRefusal: Refusal = { ok: false, status: 403, code: 'removed'
 /** Teachers only; the target must be someone else, with a well-formed id. False (and an error frame) otherwise. */
 function teacherMay(conn: ClientConnection, type: string, target: string): boolean {
   if (conn.person.role !== 'teacher') {
-    conn.send(featureError('forbidden', 'only a teacher can do that', type));
+    conn.send(errorFrame('forbidden', 'only a teacher can do that', type));
     return false;
   }
   if (!PERSON_ID.test(target) || target === conn.person.id) {
-    conn.send(featureError('not_found', 'no such participant in this lesson', type));
+    conn.send(errorFrame('not_found', 'no such participant in this lesson', type));
     return false;
   }
   return true;
@@ -59,7 +59,7 @@ export function teacherFeature(deps: Deps, media: MediaStates, removals: Removal
         const what = { camera: msg.camera, mic: msg.mic };
         const s = kind === 'teacher.mute' ? await media.block(conn.lessonId, msg.participant_id, what) : await media.unblock(conn.lessonId, msg.participant_id, what);
         if (s === 'teacher') {
-          conn.send(featureError('forbidden', 'teachers cannot be muted', kind));
+          conn.send(errorFrame('forbidden', 'teachers cannot be muted', kind));
           return;
         }
         gateway.broadcast(conn.lessonId, mediaStateFrame(msg.participant_id, s));

@@ -1,0 +1,65 @@
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { cpuSeconds } from '../lib/service.js';
+
+/**
+ * The server side of a load-test target: N processes of one kind (gateway
+ * nodes sharing one Postgres and one Redis, or relay processes), and what the
+ * load test reads from them: RSS and CPU from /proc, heap snapshots.
+ */
+export type Target = 'gateway' | 'ws' | 'uws' | 'sio';
+
+export interface Node {
+  proc: ChildProcess;
+  port: number;
+  /** the path prefix of its heap snapshots, written on SIGUSR2 (with --heap-snapshot) */
+  heapFile?: string;
+}
+
+/** The relay entry of each baseline target; the gateway is started apart (before the links exist). */
+export const RELAY_ENTRY: Record<Exclude<Target, 'gateway'>, string> = {
+  ws: 'bench/gateway/wsRelay.ts',
+  uws: 'bench/gateway/uwsRelay.ts',
+  sio: 'bench/peers/socketioRelay.ts',
+};
+
+/** Targets whose nodes share lessons through Redis (the others are single-process relays: a lesson stays on one node). */
+export const HAS_BUS: Record<Target, boolean> = { gateway: true, ws: false, uws: false, sio: true };
+
+/** RSS (MB) and CPU seconds (user + system) of a process, from /proc. */
+export function usage(pid: number): { rssMb: number; cpu: number } {
+  if (!existsSync(`/proc/${pid}/status`)) return { rssMb: NaN, cpu: NaN }; // it died: the figures say so, the run goes on
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  return { rssMb: rss, cpu: cpuSeconds(pid) };
+}
+
+/** The soft limit on open descriptors of processes started from here (`ulimit -n`). */
+export function descriptorLimit(): number {
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
+  const n = Number(line?.split(/\s+/)[3]);
+  return Number.isFinite(n) ? n : 1024;
+}
+
+/**
+ * Descriptors a server process needs besides its client sockets: the gateway
+ * about 40 (Postgres pools, Redis, the listen socket, libuv, stdio), with a
+ * margin for its accepts in flight. A process at its limit cannot accept: uWS
+ * then retries the listen socket on every loop turn (busy) and libuv's
+ * `net` accepts and drops, which the client sees as 1006 (docs/benchmarks.md,
+ * issue 16).
+ */
+export const SERVER_RESERVE = 100;
+/** The same for a load-generator worker (IPC, stdio, libuv). */
+export const WORKER_RESERVE = 50;
+
+/** Asks every node for its k-th heap snapshot (1, 2, ...) and waits for the files. */
+export async function heapSnapshots(nodes: Node[], k: number, timeoutMs = 300_000): Promise<string[]> {
+  const files = nodes.filter((n) => n.heapFile).map((n) => `${n.heapFile}.${k}.heapsnapshot`);
+  for (const n of nodes) if (n.heapFile) n.proc.kill('SIGUSR2');
+  const deadline = Date.now() + timeoutMs;
+  while (files.some((f) => !existsSync(f)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  return files.filter((f) => existsSync(f));
+}

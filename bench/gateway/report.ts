@@ -1,0 +1,155 @@
+import type { Target } from './fleet.js';
+import { Histogram } from './histogram.js';
+
+/** What the load test measured on one server node of a target. */
+export interface NodeResult {
+  /** welcomed and open when the joins ended / after the idle hold */
+  held: number;
+  heldAfterIdle: number;
+  join: Histogram;
+  /** cursor fan-out, by the receiver's node */
+  fan: Histogram;
+  /** unexpected closes (`closed:<code>`), socket errors, refused upgrades, error frames */
+  errors: Record<string, number>;
+  /** RSS before the measured joins (after the warm-up), holding every connection (at the end of the idle hold), and the peak */
+  rssBeforeMb: number;
+  rssMb: number;
+  rssPeakMb: number;
+  cpuSeconds: number;
+  cpuCursorSeconds: number;
+  /** CPU s per second while every connection is held and nobody sends (pings, leases, metering flush) */
+  idleCpuPerSecond: number;
+  /** the cursor phase's CPU less the idle rate over it */
+  cpuCursorNetSeconds: number;
+}
+
+export interface Result {
+  target: Target;
+  nodes: NodeResult[];
+  /** the warm-up's joins: the servers' first seconds */
+  coldJoinP50: number;
+  coldJoinP99: number;
+  sent: number;
+  delivered: number;
+  expected: number;
+  billing?: { lessons: number; maxErrorSeconds: number; over1s: number; maxOutsideWindowSeconds: number };
+}
+
+const MB = 1024 * 1024;
+const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
+const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+
+/** Closes the server did not ask for with a close frame (1006: the TCP connection just ended) and every other unexpected end. */
+function closes(errors: Record<string, number>): { abnormal: number; other: number } {
+  let abnormal = 0;
+  let other = 0;
+  for (const [k, v] of Object.entries(errors)) {
+    if (k.startsWith('closed:1006')) abnormal += v;
+    else if (k.startsWith('closed:') || k.startsWith('socket error') || k.startsWith('upgrade:')) other += v;
+  }
+  return { abnormal, other };
+}
+
+/** The figures of a set of nodes taken together (one node, or the whole fleet). */
+function figures(nodes: NodeResult[], sent: number) {
+  const join = new Histogram();
+  const fan = new Histogram();
+  const errors: Record<string, number> = {};
+  for (const n of nodes) {
+    join.merge(n.join);
+    fan.merge(n.fan);
+    for (const [k, v] of Object.entries(n.errors)) errors[k] = (errors[k] ?? 0) + v;
+  }
+  const held = sum(nodes.map((n) => n.held));
+  const grown = sum(nodes.map((n) => n.rssMb - n.rssBeforeMb));
+  return {
+    held,
+    heldAfterIdle: sum(nodes.map((n) => n.heldAfterIdle)),
+    ...closes(errors),
+    errors,
+    joinP50: join.percentile(50),
+    joinP99: join.percentile(99),
+    fanoutP50: fan.percentile(50),
+    fanoutP99: fan.percentile(99),
+    rssBeforeMb: sum(nodes.map((n) => n.rssBeforeMb)),
+    rssMb: sum(nodes.map((n) => n.rssMb)),
+    rssPeakMb: sum(nodes.map((n) => n.rssPeakMb)),
+    bytesPerConnection: held > 0 ? (grown * MB) / held : NaN,
+    cpuSeconds: sum(nodes.map((n) => n.cpuSeconds)),
+    cpuCursorSeconds: sum(nodes.map((n) => n.cpuCursorSeconds)),
+    cpuPer1000: (sum(nodes.map((n) => n.cpuCursorSeconds)) / sent) * 1000,
+    idleCpuPerSecond: sum(nodes.map((n) => n.idleCpuPerSecond)),
+    cpuPer1000Net: (sum(nodes.map((n) => n.cpuCursorNetSeconds)) / sent) * 1000,
+  };
+}
+type Figures = ReturnType<typeof figures>;
+
+export interface RunParams {
+  N: number;
+  M: number;
+  G: number;
+  W: number;
+  JOIN_RATE: number;
+  CURSOR_RATE: number;
+  HOLD: number;
+  spread: string;
+  features: string | undefined;
+  loadAverage: string;
+}
+
+/** Prints the totals of every target side by side, each target's nodes when there are several, the ratios, and the whole as JSON. */
+export function printReport(results: Result[], p: RunParams): void {
+  const total = new Map(results.map((r) => [r.target, figures(r.nodes, r.sent)]));
+  const rows: [string, (r: Result, f: Figures) => string][] = [
+    ['connections held after the joins / after the idle hold', (_, f) => `${f.held} / ${f.heldAfterIdle} of ${p.N}`],
+    ['unexpected closes: 1006 / other (closes, socket errors, refused upgrades)', (_, f) => `${f.abnormal} / ${f.other}`],
+    ['join latency p50 / p99 (ms)', (_, f) => `${fmt(f.joinP50)} / ${fmt(f.joinP99)}`],
+    ['join latency, cold: the warm-up joins, p50 / p99 (ms)', (r) => `${fmt(r.coldJoinP50)} / ${fmt(r.coldJoinP99)}`],
+    ['cursor fan-out p50 / p99 (ms)', (_, f) => `${fmt(f.fanoutP50)} / ${fmt(f.fanoutP99)}`],
+    ['cursor messages sent / deliveries', (r) => `${r.sent} / ${r.delivered} of ${r.expected}`],
+    ['errors', (_, f) => JSON.stringify(f.errors)],
+    ['server RSS before the joins / holding / peak (MB, all nodes)', (_, f) => `${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} / ${fmt(f.rssPeakMb, 0)}`],
+    ['bytes per connection (RSS grown while joining / connections held)', (_, f) => fmt(f.bytesPerConnection, 0)],
+    ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
+    ['server CPU s per 1,000 cursor messages', (_, f) => fmt(f.cpuPer1000, 4)],
+    ['server CPU s per second idle (all held, nobody sending; the fleet)', (_, f) => fmt(f.idleCpuPerSecond, 4)],
+    ['server CPU s per 1,000 cursor messages, net of idle', (_, f) => fmt(f.cpuPer1000Net, 4)],
+    ['billing: largest error (s), lessons > 1 s', (r) => (r.billing ? `${r.billing.maxErrorSeconds} , ${r.billing.over1s} of ${r.billing.lessons}` : '-')],
+    ['billing: largest error outside the join-latency window (s)', (r) => (r.billing ? `${r.billing.maxOutsideWindowSeconds}` : '-')],
+  ];
+  const out = [
+    `${p.N} connections, ${p.M} lessons, ${p.G} node(s) per target (spread by ${p.spread}), ${p.W} workers, joins ${p.JOIN_RATE}/s, cursors ${p.CURSOR_RATE}/s for ${p.HOLD} s, features ${p.features}; load average at start ${p.loadAverage}`,
+    '',
+    `| figure | ${results.map((r) => r.target).join(' | ')} |`,
+    `|---|${results.map(() => '---').join('|')}|`,
+  ];
+  for (const [name, f] of rows) out.push(`| ${name} | ${results.map((r) => f(r, total.get(r.target)!)).join(' | ')} |`);
+
+  if (p.G > 1) {
+    for (const r of results) {
+      out.push('', `${r.target}, per node:`, '', '| node | held / after idle | 1006 / other | join p50 / p99 (ms) | fan-out p99 (ms) | RSS before / holding (MB) | bytes per connection | CPU s cursor phase | idle core |', '|---|---|---|---|---|---|---|---|---|');
+      r.nodes.forEach((n, i) => {
+        const f = figures([n], r.sent);
+        out.push(`| ${i} | ${f.held} / ${f.heldAfterIdle} | ${f.abnormal} / ${f.other} | ${fmt(f.joinP50)} / ${fmt(f.joinP99)} | ${fmt(f.fanoutP99)} | ${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} | ${fmt(f.bytesPerConnection, 0)} | ${fmt(f.cpuCursorSeconds)} | ${fmt(f.idleCpuPerSecond, 3)} |`);
+      });
+    }
+  }
+
+  const g = total.get('gateway');
+  if (g) {
+    out.push('');
+    for (const [t, f] of total) {
+      if (t === 'gateway') continue;
+      out.push(
+        `gateway vs ${t}: CPU per message ${fmt(g.cpuPer1000 / f.cpuPer1000, 3)}x (net of idle ${fmt(g.cpuPer1000Net / f.cpuPer1000Net, 3)}x), ` +
+          `bytes per connection ${fmt(g.bytesPerConnection - f.bytesPerConnection, 0)} more (${fmt(g.bytesPerConnection / f.bytesPerConnection, 2)}x), ` +
+          `join p99 ${fmt(g.joinP99 / f.joinP99, 2)}x, fan-out p99 ${fmt(g.fanoutP99 / f.fanoutP99, 2)}x`,
+      );
+    }
+  }
+  const json = results.map((r) => {
+    const { errors, ...f } = total.get(r.target)!;
+    return { target: r.target, ...f, errors, coldJoinP50: r.coldJoinP50, coldJoinP99: r.coldJoinP99, sent: r.sent, delivered: r.delivered, expected: r.expected, billing: r.billing, nodes: r.nodes.map((n) => figures([n], r.sent)) };
+  });
+  process.stdout.write(`${out.join('\n')}\n\n${JSON.stringify({ params: p, results: json })}\n`);
+}
