@@ -33,6 +33,8 @@ export class ClientConnection {
   state: ConnectionState = 'admitting';
   /** settles when presence registration finished (successfully or not) */
   joined: Promise<void> = Promise.resolve();
+  /** closed by a drain (1012): its departure reaches presence only after the drain's leave grace */
+  drained = false;
   /** the client's last sign of life (a frame or a pong), on the gateway's clock */
   lastSeenAt: number;
   private readonly bucket: TokenBucket;

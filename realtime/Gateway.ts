@@ -59,6 +59,18 @@ const noMetrics: GatewayMetrics = {
   call() {},
 };
 
+/**
+ * A socket closed by a drain reaches presence as a departure this long after its close (dated at the
+ * close): the page reconnects at once to another node, and once it is present there the departure
+ * here is not the person's (they stay present, nobody sees them leave and join, a running session
+ * does not pause). Someone who does not come back is dated as leaving at the close; but a periodic
+ * flush by another node within the grace has charged the running meter up to its time, and charges
+ * never go back: such a person may be over-billed by up to the grace (3 s), once.
+ */
+export const DRAIN_LEAVE_GRACE_MS = 3000;
+/** Drain closes go out at most one per this many ms (a node with few sockets drains at once; 1,000 sockets take the whole budget of 10 s). */
+export const DRAIN_PACE_MS = 10;
+
 /** A connection whose departure presence has not heard yet (Redis was unreachable), retried by Maintenance. */
 interface PendingLeave {
   conn: ClientConnection;
@@ -105,6 +117,9 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private reRegistering: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
+  private draining: Promise<void> | undefined;
+  /** wakes a drain waiting for the last socket */
+  private onEmpty: (() => void) | undefined;
 
   constructor(
     readonly deps: Deps,
@@ -223,12 +238,13 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   closed(conn: ClientConnection, late = false, code?: number): void {
     if (code !== undefined) this.metrics.closed(code);
     if (conn.state === 'closed') return;
-    this.connCount--;
+    if (--this.connCount === 0) this.onEmpty?.();
     const at = late ? conn.lastSeenAt : this.now();
     conn.state = 'closed';
     const lesson = this.lessons.get(conn.lessonId);
     if (lesson?.remove(conn)) this.closeLesson(lesson);
-    this.track(conn.joined.then(() => this.leave(conn, at)));
+    if (conn.drained) this.track(conn.joined.then(() => sleep(DRAIN_LEAVE_GRACE_MS)).then(() => this.leave(conn, at)));
+    else this.track(conn.joined.then(() => this.leave(conn, at)));
   }
 
   // ---- GatewayApi ----------------------------------------------------------
@@ -443,6 +459,51 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     );
   }
 
+  /** Whether a drain started: the transport refuses upgrades and /readyz answers 503. */
+  get isDraining(): boolean {
+    return this.draining !== undefined;
+  }
+
+  /**
+   * Graceful drain before a stop (docs/operations.md, "Drain"): the transport refuses new upgrades
+   * (isDraining), the sockets here are closed with 1012 `restarting` in random order, paced
+   * (DRAIN_PACE_MS apart, spread over at most `budgetMs`) so the pages reconnect to other nodes
+   * without a stampede; each departure reaches presence DRAIN_LEAVE_GRACE_MS later, dated at its
+   * close. Resolves once every socket is gone and every departure recorded, or at the budget (the
+   * sockets still open then are left to close()). Timers (heartbeat, flush) keep running meanwhile.
+   */
+  drain(budgetMs: number): Promise<void> {
+    return (this.draining ??= (async () => {
+      const conns: ClientConnection[] = [];
+      for (const lesson of this.lessons.values()) for (const conn of lesson.conns) conns.push(conn);
+      // random order: a lesson's people do not all move at the same moment, nor the same lessons first on every node
+      for (let i = conns.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [conns[i], conns[j]] = [conns[j], conns[i]];
+      }
+      const spreadMs = Math.min(budgetMs, conns.length * DRAIN_PACE_MS);
+      this.log.info({ connections: conns.length, spread_ms: spreadMs, budget_ms: budgetMs }, 'draining');
+      const timers = conns.map((conn, i) =>
+        setTimeout(
+          () => {
+            conn.drained = true;
+            conn.close('restarting');
+          },
+          conns.length > 1 ? Math.floor((i * spreadMs) / (conns.length - 1)) : 0,
+        ),
+      );
+      const deadline = sleep(budgetMs + DRAIN_LEAVE_GRACE_MS);
+      const empty = new Promise<void>((resolve) => {
+        this.onEmpty = resolve;
+        if (this.connCount === 0) resolve();
+      });
+      // every socket gone and every departure handed to presence, or the deadline
+      const done = await Promise.race([empty.then(() => this.idle()).then(() => true), deadline.then(() => false)]);
+      for (const t of timers) clearTimeout(t);
+      this.log.info({ left: this.connCount, on_time: done }, 'drained');
+    })());
+  }
+
   /**
    * Graceful stop (after the transport stopped accepting): stops the timers,
    * closes every socket (1001), records their departures, lets the features
@@ -652,6 +713,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
  * user hash, so it is stable across tabs and reconnects, different in every
  * lesson, and reveals nothing of the partner's user id.
  */
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
 export function publicPersonId(lessonId: string, userHash: string): string {
   return createHash('sha256').update(`${lessonId}:${userHash}`).digest('base64url').slice(0, 16);
 }

@@ -19,7 +19,11 @@ export interface RunningGateway {
   port: number;
   gateway: Gateway;
   maintenance: Maintenance;
-  /** Graceful stop: refuse upgrades, close sockets (1001), record their departures, drop the lease. */
+  /**
+   * Graceful stop: the drain (refuse upgrades, /readyz 503, sockets asked to reconnect with 1012
+   * over DRAIN_SECONDS, their departures recorded after the drain's grace), then close the listener,
+   * close what is left (1001), drop the lease.
+   */
   close: () => Promise<void>;
 }
 
@@ -69,6 +73,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
     close: () =>
       (closing ??= (async () => {
         server.stopAccepting();
+        await gateway.drain(deps.config.DRAIN_SECONDS * 1000);
         uWS.us_listen_socket_close(socket);
         await gateway.close();
         redis.disconnect();

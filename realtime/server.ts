@@ -213,6 +213,8 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     later(
       res,
       async () => {
+        // draining: 503 at once, so the proxy's health check stops sending new arrivals here
+        if (!accepting || gw.isDraining) return { status: 503, headers: { 'content-type': 'application/json' }, body: '{"ready":false,"draining":true}' };
         const r = await checkReadiness(gw.deps);
         return { status: r.ready ? 200 : 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) };
       },
@@ -298,7 +300,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       const connection = req.getHeader('connection');
       const ip = clientIp(res, req.getHeader('x-forwarded-for'), config.GATEWAY_TRUST_PROXY);
       if (!isUpgradeHandshake(connection)) return reply(res, refusalReply(notAHandshake));
-      if (!accepting) return reply(res, refusalReply(refusals.unavailable));
+      if (!accepting || gw.isDraining) return reply(res, refusalReply(refusals.unavailable));
       if (!admission.originAllowed(origin)) return reply(res, refusalReply(refusals.origin));
       if (!admission.reserveIp(ip)) return reply(res, refusalReply(refusals.perIp));
       let aborted = false;
@@ -311,7 +313,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         (check) => {
           if (gw.log.isLevelEnabled('debug')) gw.log.debug({ check_ms: +(performance.now() - t0).toFixed(2) }, 'link checked');
           if (aborted) return;
-          if (!check.ok || !accepting) {
+          if (!check.ok || !accepting || gw.isDraining) {
             admission.releaseIp(ip);
             return reply(res, refusalReply(check.ok ? refusals.unavailable : check));
           }
