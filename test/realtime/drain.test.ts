@@ -1,12 +1,16 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { DRAIN_LEAVE_GRACE_MS } from '../../realtime/Gateway.js';
+import { gatewayMetrics } from '../../src/metrics/gateway.js';
+import { createRegistry } from '../../src/metrics/registry.js';
 import { makeDeps } from '../helpers/deps.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { eventually } from '../helpers/wait.js';
 import { join, type TestClient } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from './helpers/isolation.js';
+import { startTestGateway } from './helpers/gateway.js';
 import { spawnGateway } from './helpers/processes.js';
+import { DRAIN_PACE_MS } from '../../realtime/Gateway.js';
 
 /**
  * Issue 17, point 2: a gateway's SIGTERM drains it. Two real gateway processes on one database and
@@ -117,5 +121,25 @@ describe('drain', () => {
     expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(billed);
     await bob.close();
     await b.stop();
+  }, 60_000);
+
+  it('close() drains too: readyz 503 while draining, every socket gets 1012, paced DRAIN_PACE_MS apart, and the gateway families count them', async () => {
+    const registry = createRegistry();
+    const gw = await startTestGateway({ env: { DRAIN_SECONDS: '1' }, options: { metrics: gatewayMetrics(registry) } });
+    const f = await lessonWithLinks(gw.deps.sql);
+    const clients = await Promise.all(Array.from({ length: 12 }, async (_, i) => join(gw.wsUrl(await f.link(`p${i}`)))));
+    const closedAt: number[] = [];
+    for (const c of clients) void c.closed.then(() => closedAt.push(Date.now()));
+    const closing = gw.close();
+    expect((await fetch(gw.httpUrl('/readyz'))).status).toBe(503);
+    await Promise.all(clients.map((c) => c.closed));
+    expect(clients.map((c) => c.closeCode)).toEqual(clients.map(() => 1012));
+    // 12 sockets: spread over 11 paces (110 ms), not one burst; well within the budget (1 s)
+    const spread = Math.max(...closedAt) - Math.min(...closedAt);
+    expect(spread).toBeGreaterThanOrEqual(8 * DRAIN_PACE_MS);
+    expect(spread).toBeLessThan(1000);
+    await closing;
+    const closes = (await registry.getMetricsAsJSON()).find((m) => m.name === 'lessons_gateway_closes_total')!.values;
+    expect(closes.find((v) => v.labels.code === '1012')?.value).toBe(12);
   }, 60_000);
 });
