@@ -63,4 +63,24 @@ describe('gatewayMetrics', () => {
     expect(frameType('[1,2]')).toBe('other');
     expect(frameType(`{"type":"${'x'.repeat(40)}"}`)).toBe('other');
   });
+
+  it('keeps per-message counts and fan-out times in plain numbers, handed to the exposition on each scrape', async () => {
+    const registry = createRegistry();
+    const m = gatewayMetrics(registry);
+    for (let i = 0; i < 1000; i++) {
+      m.messageIn('cursor');
+      m.messageOut('cursor', 3);
+      m.fanOut(i % 2 === 0 ? 0.2 : 3);
+    }
+    const text = await registry.metrics();
+    expect(text).toContain('lessons_gateway_messages_in_total{type="cursor"} 1000');
+    expect(text).toContain('lessons_gateway_messages_out_total{type="cursor"} 3000');
+    expect(text).toContain('# TYPE lessons_gateway_fanout_duration_seconds histogram');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_bucket{le="0.0005"} 500');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_bucket{le="0.005"} 1000');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_bucket{le="+Inf"} 1000');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_count 1000');
+    m.messageIn('cursor');
+    expect(await registry.metrics()).toContain('lessons_gateway_messages_in_total{type="cursor"} 1001');
+  });
 });
