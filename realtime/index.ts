@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import type { Redis } from '../src/redis.js';
 import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
 import { Batcher } from '../src/lib/Batcher.js';
@@ -19,6 +20,8 @@ export interface RunningGateway {
   port: number;
   gateway: Gateway;
   maintenance: Maintenance;
+  /** the node's own Redis connection (bus, per-person rates, presence), apart from deps.redis */
+  redis: Redis;
   /**
    * Graceful stop: the drain (refuse upgrades, /readyz 503, sockets asked to reconnect with 1012
    * over DRAIN_SECONDS, their departures recorded after the drain's grace), then close the listener,
@@ -70,6 +73,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
     port: uWS.us_socket_local_port(socket),
     gateway,
     maintenance: gateway.maintenance,
+    redis,
     close: () =>
       (closing ??= (async () => {
         server.stopAccepting();

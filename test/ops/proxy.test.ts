@@ -6,8 +6,9 @@ import WebSocket from 'ws';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fileDeps } from '../helpers/deps.js';
 import { partnerFactory } from '../helpers/factories.js';
-import { freePort, spawnService } from '../helpers/process.js';
-import { eventually } from '../webhooks/helpers/stack.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService } from '../helpers/process.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * Issue 17, points 3 and 4, through the fleet's real proxy config: deploy/Caddyfile, with the compose
@@ -37,7 +38,7 @@ describe.skipIf(!hasCaddy)('the proxy of the compose fleet (deploy/Caddyfile)', 
     caddy.kill('SIGKILL');
   });
   const base = `http://127.0.0.1:${proxyPort}`;
-  await eventually(async () => (await fetch(`${base}/healthz`).catch(() => null))?.ok, 20_000, 100);
+  await eventually(async () => (await fetch(`${base}/healthz`).catch(() => null))?.ok, 'the proxy', 20_000, 100);
 
   it('sends the partner API to the API, with the proxy’s request id replacing the client’s, echoed as X-Request-Id', async () => {
     const p = await partnerFactory(deps.sql);

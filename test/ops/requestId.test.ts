@@ -24,7 +24,7 @@ async function api(hops: number) {
       const id = res.headers.get('x-request-id')!;
       await new Promise((r) => setTimeout(r, 20));
       const line = captured.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request').at(-1);
-      return { id, logged: line?.requestId as string };
+      return { id, logged: line?.request_id as string };
     },
   };
 }

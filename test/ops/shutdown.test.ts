@@ -1,9 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { partnerFactory } from '../helpers/factories.js';
 import { heldPost } from './helpers.js';
-import { freePort, spawnService } from '../helpers/process.js';
+import { freePort } from '../helpers/net.js';
+import { spawnService } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
-import { attemptsOf, deliveryOf, eventually, startWebhookStack } from '../webhooks/helpers/stack.js';
+import { eventually } from '../helpers/wait.js';
+import { attemptsOf, deliveryOf, startWebhookStack } from '../webhooks/helpers/stack.js';
 
 /**
  * Issue 17, point 2, for the API and the dispatcher, with real processes and SIGTERM: the API stops
@@ -34,7 +36,7 @@ describe('graceful exit', () => {
     await new Promise((r) => setTimeout(r, 300)); // the held request is being read
     const exited = exitOf(api.child);
     api.child.kill('SIGTERM');
-    await eventually(async () => api.output().includes('finishing requests in flight'), 10_000);
+    await eventually(async () => api.output().includes('finishing requests in flight'), 'the API to start finishing', 10_000);
     await expect(fetch(`http://127.0.0.1:${api.port}/healthz`)).rejects.toThrow();
     expect(api.child.exitCode).toBeNull(); // still serving the held request
     await new Promise((r) => setTimeout(r, 500));
@@ -80,7 +82,7 @@ describe('graceful exit', () => {
     const [first] = await rx.waitFor(1, 10_000);
     const exited = exitOf(d.child);
     d.child.kill('SIGTERM');
-    await eventually(async () => d.output().includes('shutting down'), 10_000);
+    await eventually(async () => d.output().includes('shutting down'), 'the dispatcher to shut down', 10_000);
     // due now, after the signal: must wait for another dispatcher
     const e2 = await stack.record(p.partner.id);
     const { code, at } = await exited;

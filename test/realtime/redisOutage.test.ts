@@ -5,7 +5,8 @@ import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { isolatedEnv } from './helpers/isolation.js';
-import { eventually, spawnRedis } from './helpers/processes.js';
+import { eventually } from '../helpers/wait.js';
+import { spawnRedis } from './helpers/processes.js';
 
 /**
  * Issue 13 point 3: a Redis outage of any length loses no billing for people
@@ -23,13 +24,13 @@ const n1 = await startTestGateway({ env, clock });
 const n2 = await startTestGateway({ env, clock });
 for (const n of [n1, n2]) {
   n.deps.redis.on('error', () => undefined); // killed on purpose below
-  n.gateway.redis.on('error', () => undefined);
+  n.redis.on('error', () => undefined);
 }
 const { sql } = n1.deps;
 const sec = (s: number) => s * 1000;
 
 async function redisReady(nodes: TestGateway[]) {
-  await eventually(async () => nodes.every((n) => n.gateway.redis.status === 'ready' && n.deps.redis.status === 'ready'), 'gateways reconnected to Redis', 15_000);
+  await eventually(async () => nodes.every((n) => n.redis.status === 'ready' && n.deps.redis.status === 'ready'), 'gateways reconnected to Redis', 15_000);
 }
 
 /** Moves the clock while Redis is up, renewing both leases as often as the nodes would (a lease/3). */
@@ -69,7 +70,7 @@ describe('Redis down, then back empty, while everyone stays', () => {
       await redisReady([n1, n2]);
       // The worst order: every node's sweep runs before any heartbeat noticed the loss.
       // The snapshot heartbeat is older than the orphan limit, the lesson looks empty to Redis.
-      expect(await n1.gateway.redis.exists('gw:epoch', 'gw:nodes')).toBe(0); // empty
+      expect(await n1.redis.exists('gw:epoch', 'gw:nodes')).toBe(0); // empty
       await run(['sweep', 'flush', 'sweep']);
       await run(['heartbeat', 'flush', 'sweep']); // the nodes re-register their sockets
       await advance(sec(11)); // past the rebuild window and the grace
