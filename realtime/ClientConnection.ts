@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { ResolvedLink } from '../src/domain/links.js';
 import { CloseCode, CloseReason, type CloseCodeName } from './protocol/closeCodes.js';
 import { errorFrame, type ErrorCode } from './protocol/serverMessages.js';
@@ -32,6 +33,8 @@ export class ClientConnection {
   state: ConnectionState = 'admitting';
   /** settles when presence registration finished (successfully or not) */
   joined: Promise<void> = Promise.resolve();
+  /** closed by a drain (1012): its departure reaches presence only after the drain's leave grace */
+  drained = false;
   /** the client's last sign of life (a frame or a pong), on the gateway's clock */
   lastSeenAt: number;
   private readonly bucket: TokenBucket;
@@ -47,6 +50,8 @@ export class ClientConnection {
     readonly ip: string,
     private readonly limits: ConnectionLimits,
     readonly openedAt: number,
+    /** performance.now() at the upgrade request (join latency: upgrade to welcome) */
+    readonly upgradeAt: number = performance.now(),
   ) {
     this.bucket = new TokenBucket(limits.messagesPerSecond, limits.burst, openedAt);
     this.lastSeenAt = openedAt;

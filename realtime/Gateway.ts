@@ -6,6 +6,7 @@ import { warmPool } from '../src/db/index.js';
 import { lessonArchivedAt } from '../src/domain/lessons.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import type { Logger } from '../src/logger.js';
+import type { GatewayMetrics } from '../src/metrics/gateway.js';
 import type { MeterSeed } from '../src/metering/meters.js';
 import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
@@ -32,6 +33,8 @@ export interface GatewayOptions {
   features?: GatewayFeature[];
   /** fixed node id (tests); default host:pid:random */
   nodeId?: string;
+  /** the gateway's Prometheus families (src/metrics/gateway.ts); omitted (METRICS_PORT off): nothing is recorded */
+  metrics?: GatewayMetrics;
 }
 
 /** What a Gateway is built from: startGateway (realtime/index.ts) makes them, a unit test passes its own. */
@@ -43,6 +46,30 @@ export interface GatewayParts extends GatewayOptions {
   /** what Postgres knows of a lesson's meter, read alongside a new lesson's bus subscription (optional) */
   loadSeed?: (lessonId: string) => Promise<MeterSeed | undefined>;
 }
+
+/** What the gateway reports when METRICS_PORT is off: nothing, at no cost. */
+const noMetrics: GatewayMetrics = {
+  setSource() {},
+  joined() {},
+  messageIn() {},
+  messageOut() {},
+  fanOut() {},
+  closed() {},
+  meterFlushed() {},
+  call() {},
+};
+
+/**
+ * A socket closed by a drain reaches presence as a departure this long after its close (dated at the
+ * close): the page reconnects at once to another node, and once it is present there the departure
+ * here is not the person's (they stay present, nobody sees them leave and join, a running session
+ * does not pause). Someone who does not come back is dated as leaving at the close; but a periodic
+ * flush by another node within the grace has charged the running meter up to its time, and charges
+ * never go back: such a person may be over-billed by up to the grace (3 s), once.
+ */
+export const DRAIN_LEAVE_GRACE_MS = 3000;
+/** Drain closes go out at most one per this many ms (a node with few sockets drains at once; 1,000 sockets take the whole budget of 10 s). */
+export const DRAIN_PACE_MS = 10;
 
 /** A connection whose departure presence has not heard yet (Redis was unreachable), retried by Maintenance. */
 interface PendingLeave {
@@ -69,6 +96,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   readonly bus: LessonBus;
   readonly timing: ReturnType<typeof gatewayTiming>;
   readonly log: Logger;
+  readonly metrics: GatewayMetrics;
   private readonly lessons = new Map<string, Lesson>();
   /** departures Redis did not hear (it was unreachable), retried by Maintenance */
   private readonly pendingLeaves: PendingLeave[] = [];
@@ -79,11 +107,19 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   readonly maintenance: Maintenance;
   private fanout: Fanout | undefined;
   private connSeq = 0;
+  /** sockets open here (the connections gauge) */
+  private connCount = 0;
+  /** lessons served here whose meter ran at the last flush (the sessions-running gauge) */
+  private readonly running = new Set<string>();
+  private readonly countOut: (type: string, n: number) => void;
   /** joins, departures and feature hooks in flight: idle() waits for them */
   private readonly tasks = new Set<Promise<unknown>>();
   private reRegistering: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
+  private draining: Promise<void> | undefined;
+  /** wakes a drain waiting for the last socket */
+  private onEmpty: (() => void) | undefined;
 
   constructor(
     readonly deps: Deps,
@@ -100,7 +136,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.personRates = new PersonRates(parts.redis, PERSON_RATES);
     this.announcer = new JoinAnnouncer(deps.sql, this.log);
     this.bus = new LessonBus(parts.redis, deps.config.REDIS_KEY_PREFIX, this.nodeId, (lessonId, e) => this.lessons.get(lessonId)?.receive(e), this.log);
-    this.maintenance = new Maintenance(this, this.presence, this.meter, deps.sql);
+    this.metrics = parts.metrics ?? noMetrics;
+    const metrics = this.metrics;
+    this.countOut = (type, n) => metrics.messageOut(type, n);
+    metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessons.size, sessionsRunning: () => this.running.size });
+    this.maintenance = new Maintenance(this, this.presence, this.meteredFlush(), deps.sql);
     this.registry.register(...coreMessages);
     for (const f of this.features) {
       if (f.messages) this.registry.register(...f.messages);
@@ -121,7 +161,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   // ---- transport callbacks -------------------------------------------------
 
   /** A socket finished its upgrade with an admitted link. */
-  open(socket: SocketLike, link: ResolvedLink, ip: string): ClientConnection {
+  open(socket: SocketLike, link: ResolvedLink, ip: string, upgradeAt = performance.now()): ClientConnection {
     const c = this.deps.config;
     const now = this.now();
     const conn = new ClientConnection(
@@ -132,14 +172,16 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       ip,
       { messagesPerSecond: c.GATEWAY_MESSAGES_PER_SECOND, burst: c.GATEWAY_MESSAGE_BURST },
       now,
+      upgradeAt,
     );
+    this.connCount++;
     const fresh = !this.lessons.has(link.lesson_id);
     const lesson = this.lessonFor(link.lesson_id);
     // past the cap the person's oldest sockets go (4409): a new tab wins over a forgotten one
     for (const old of lesson.add(conn, now)) old.close('replaced');
     conn.joined = this.track(
       this.join(conn, lesson, fresh).catch((err) => {
-        this.log.error({ err, lesson_id: conn.lessonId }, 'join failed');
+        this.log.error({ err, conn: conn.id, lesson_id: conn.lessonId }, 'join failed');
         conn.close('internal');
       }),
     );
@@ -169,6 +211,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       return;
     }
     conn.validFrame();
+    this.metrics.messageIn(parsed.def.type);
     const run = () => {
       try {
         const r = parsed.def.handle({ conn, gateway: this, now }, parsed.msg);
@@ -192,13 +235,16 @@ export class Gateway implements GatewayApi, MaintainedGateway {
    * transport noticed it `late` (a dead or half-open socket found by the idle
    * timeout), at the client's last sign of life (its last frame or pong).
    */
-  closed(conn: ClientConnection, late = false): void {
+  closed(conn: ClientConnection, late = false, code?: number): void {
+    if (code !== undefined) this.metrics.closed(code);
     if (conn.state === 'closed') return;
+    if (--this.connCount === 0) this.onEmpty?.();
     const at = late ? conn.lastSeenAt : this.now();
     conn.state = 'closed';
     const lesson = this.lessons.get(conn.lessonId);
     if (lesson?.remove(conn)) this.closeLesson(lesson);
-    this.track(conn.joined.then(() => this.leave(conn, at)));
+    if (conn.drained) this.track(conn.joined.then(() => sleep(DRAIN_LEAVE_GRACE_MS)).then(() => this.leave(conn, at)));
+    else this.track(conn.joined.then(() => this.leave(conn, at)));
   }
 
   // ---- GatewayApi ----------------------------------------------------------
@@ -206,8 +252,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   broadcast(lessonId: string, frame: string | object, opts: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean } = {}): void {
     const text = typeof frame === 'string' ? frame : JSON.stringify(frame);
     const lesson = this.lessons.get(lessonId);
-    if (lesson) lesson.broadcast(text, opts);
-    else this.publishTo(lessonId, { kind: 'frame', exceptPerson: opts.exceptPerson, payload: text });
+    if (lesson) {
+      const t0 = performance.now();
+      lesson.broadcast(text, opts);
+      this.metrics.fanOut(performance.now() - t0);
+    } else this.publishTo(lessonId, { kind: 'frame', exceptPerson: opts.exceptPerson, payload: text });
   }
 
   toPerson(lessonId: string, personId: string, frame: string): void {
@@ -283,19 +332,21 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     try {
       res = await this.presence.join(conn.lessonId, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: false, seed });
     } catch (err) {
-      this.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'presence unavailable at join');
+      this.log.warn({ err: (err as Error).message, conn: conn.id, lesson_id: conn.lessonId }, 'presence unavailable at join');
       conn.close('unavailable');
       return;
     }
     const t2 = performance.now();
+    this.metrics.call('redis', 'presence.join', t2 - t1);
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
     if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn });
     if (res.announce) this.announce(conn.link, now);
     if (conn.state !== 'admitting') return;
     lesson.makePresent(conn, welcomeFrame(conn, res.people, seq, extras, this.deps.config), seq);
+    this.metrics.joined(performance.now() - conn.upgradeAt);
     if (this.log.isLevelEnabled('debug')) {
-      this.log.debug({ lesson_id: conn.lessonId, ready_ms: +(tReady - t0).toFixed(2), features_ms: +(tFeatures - tReady).toFixed(2), seed_wait_ms: +(t1 - tFeatures).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
+      this.log.debug({ conn: conn.id, lesson_id: conn.lessonId, ready_ms: +(tReady - t0).toFixed(2), features_ms: +(tFeatures - tReady).toFixed(2), seed_wait_ms: +(t1 - tFeatures).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
     }
     for (const f of this.features) if (f.onPresent) this.runHook(f, 'onPresent', () => f.onPresent!(this.featureContext(conn)));
   }
@@ -307,10 +358,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
    */
   private async leave(conn: ClientConnection, at: number): Promise<void> {
     let res;
+    const t0 = performance.now();
     try {
       res = await this.presence.leave(conn.lessonId, conn.id, this.now(), at);
+      this.metrics.call('redis', 'presence.leave', performance.now() - t0);
     } catch (err) {
-      this.log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'presence unavailable at leave; will retry');
+      this.log.warn({ err: (err as Error).message, conn: conn.id, lesson_id: conn.lessonId }, 'presence unavailable at leave; will retry');
       this.pendingLeaves.push({ conn, at });
       return;
     }
@@ -406,6 +459,51 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     );
   }
 
+  /** Whether a drain started: the transport refuses upgrades and /readyz answers 503. */
+  get isDraining(): boolean {
+    return this.draining !== undefined;
+  }
+
+  /**
+   * Graceful drain before a stop (docs/operations.md, "Drain"): the transport refuses new upgrades
+   * (isDraining), the sockets here are closed with 1012 `restarting` in random order, paced
+   * (DRAIN_PACE_MS apart, spread over at most `budgetMs`) so the pages reconnect to other nodes
+   * without a stampede; each departure reaches presence DRAIN_LEAVE_GRACE_MS later, dated at its
+   * close. Resolves once every socket is gone and every departure recorded, or at the budget (the
+   * sockets still open then are left to close()). Timers (heartbeat, flush) keep running meanwhile.
+   */
+  drain(budgetMs: number): Promise<void> {
+    return (this.draining ??= (async () => {
+      const conns: ClientConnection[] = [];
+      for (const lesson of this.lessons.values()) for (const conn of lesson.conns) conns.push(conn);
+      // random order: a lesson's people do not all move at the same moment, nor the same lessons first on every node
+      for (let i = conns.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [conns[i], conns[j]] = [conns[j], conns[i]];
+      }
+      const spreadMs = Math.min(budgetMs, conns.length * DRAIN_PACE_MS);
+      this.log.info({ connections: conns.length, spread_ms: spreadMs, budget_ms: budgetMs }, 'draining');
+      const timers = conns.map((conn, i) =>
+        setTimeout(
+          () => {
+            conn.drained = true;
+            conn.close('restarting');
+          },
+          conns.length > 1 ? Math.floor((i * spreadMs) / (conns.length - 1)) : 0,
+        ),
+      );
+      const deadline = sleep(budgetMs + DRAIN_LEAVE_GRACE_MS);
+      const empty = new Promise<void>((resolve) => {
+        this.onEmpty = resolve;
+        if (this.connCount === 0) resolve();
+      });
+      // every socket gone and every departure handed to presence, or the deadline
+      const done = await Promise.race([empty.then(() => this.idle()).then(() => true), deadline.then(() => false)]);
+      for (const t of timers) clearTimeout(t);
+      this.log.info({ left: this.connCount, on_time: done }, 'drained');
+    })());
+  }
+
   /**
    * Graceful stop (after the transport stopped accepting): stops the timers,
    * closes every socket (1001), records their departures, lets the features
@@ -497,6 +595,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       () => this.now(),
       this.fanout,
       (les, e) => this.busHandlers.get(e.kind)?.(les, e),
+      this.metrics === noMetrics ? undefined : this.countOut,
     );
     l.ready = this.track(this.openLesson(l));
     l.ready.catch(() => undefined);
@@ -523,6 +622,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     if (this.lessons.get(lesson.id) === lesson) this.lessons.delete(lesson.id);
     this.bus.unsubscribe(lesson.id);
     this.meter.forget(lesson.id);
+    this.running.delete(lesson.id);
     // after its open finished, so that what the open set up is what is released
     this.track(
       lesson.ready.then(
@@ -578,8 +678,32 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     });
   }
 
+  /**
+   * The meter as Maintenance uses it, with the periodic flush measured: its Postgres time, the flush
+   * lag (reset after each flush round) and which lessons here have their session running.
+   */
+  private meteredFlush(): ConstructorParameters<typeof Maintenance>[2] {
+    const meter = this.meter;
+    return {
+      apply: (l, c, now) => meter.apply(l, c, now),
+      finishEnd: (l, m, now) => meter.finishEnd(l, m, now),
+      endUnknown: (l, s, e, now) => meter.endUnknown(l, s, e, now),
+      remember: (l, m, p, now) => meter.remember(l, m, p, now),
+      flush: async (results, now) => {
+        for (const r of results) {
+          if (r.meter?.state === 'running' && this.lessons.has(r.lessonId)) this.running.add(r.lessonId);
+          else this.running.delete(r.lessonId);
+        }
+        const t0 = performance.now();
+        await meter.flush(results, now);
+        this.metrics.call('postgres', 'meter.flush', performance.now() - t0);
+        this.metrics.meterFlushed();
+      },
+    };
+  }
+
   private handlerFailed(conn: ClientConnection, type: string, err: unknown): void {
-    this.log.error({ err, type, lesson_id: conn.lessonId }, 'message handler failed');
+    this.log.error({ err, type, conn: conn.id, lesson_id: conn.lessonId }, 'message handler failed');
     conn.sendError('internal', 'the message could not be processed', type);
   }
 }
@@ -589,6 +713,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
  * user hash, so it is stable across tabs and reconnects, different in every
  * lesson, and reveals nothing of the partner's user id.
  */
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
 export function publicPersonId(lessonId: string, userHash: string): string {
   return createHash('sha256').update(`${lessonId}:${userHash}`).digest('base64url').slice(0, 16);
 }

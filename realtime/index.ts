@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Redis } from '../src/redis.js';
 import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
@@ -21,7 +22,11 @@ export interface RunningGateway {
   maintenance: Maintenance;
   /** the node's own Redis connection (bus, per-person rates, presence), apart from deps.redis */
   redis: Redis;
-  /** Graceful stop: refuse upgrades, close sockets (1001), record their departures, drop the lease. */
+  /**
+   * Graceful stop: the drain (refuse upgrades, /readyz 503, sockets asked to reconnect with 1012
+   * over DRAIN_SECONDS, their departures recorded after the drain's grace), then close the listener,
+   * close what is left (1001), drop the lease.
+   */
   close: () => Promise<void>;
 }
 
@@ -38,7 +43,14 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
   const redis = deps.redis.duplicate({ enableAutoPipelining: true });
   redis.on('error', (err) => deps.log.warn({ err: err.message, component: 'gateway' }, 'redis error'));
   // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
-  const seeds = new Batcher<string, MeterSeed | undefined>((ids) => readMeterSeeds(deps.readSql, ids), {
+  const metrics = options.metrics;
+  const readSeeds = async (ids: string[]) => {
+    const t0 = performance.now();
+    const out = await readMeterSeeds(deps.readSql, ids);
+    metrics?.call('postgres', 'meter.seed', performance.now() - t0);
+    return out;
+  };
+  const seeds = new Batcher<string, MeterSeed | undefined>(readSeeds, {
     delayMs: 1,
     max: 100,
     concurrency: deps.config.DATABASE_READ_POOL_SIZE,
@@ -65,6 +77,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
     close: () =>
       (closing ??= (async () => {
         server.stopAccepting();
+        await gateway.drain(deps.config.DRAIN_SECONDS * 1000);
         uWS.us_listen_socket_close(socket);
         await gateway.close();
         redis.disconnect();

@@ -20,6 +20,8 @@ import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upg
 interface UserData {
   link?: ResolvedLink;
   ip: string;
+  /** performance.now() when the upgrade request arrived */
+  upgradeAt?: number;
   socket?: UwsSocket;
   conn?: ClientConnection;
 }
@@ -211,6 +213,8 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     later(
       res,
       async () => {
+        // draining: 503 at once, so the proxy's health check stops sending new arrivals here
+        if (!accepting || gw.isDraining) return { status: 503, headers: { 'content-type': 'application/json' }, body: '{"ready":false,"draining":true}' };
         const r = await checkReadiness(gw.deps);
         return { status: r.ready ? 200 : 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) };
       },
@@ -296,7 +300,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       const connection = req.getHeader('connection');
       const ip = clientIp(res, req.getHeader('x-forwarded-for'), config.GATEWAY_TRUST_PROXY);
       if (!isUpgradeHandshake(connection)) return reply(res, refusalReply(notAHandshake));
-      if (!accepting) return reply(res, refusalReply(refusals.unavailable));
+      if (!accepting || gw.isDraining) return reply(res, refusalReply(refusals.unavailable));
       if (!admission.originAllowed(origin)) return reply(res, refusalReply(refusals.origin));
       if (!admission.reserveIp(ip)) return reply(res, refusalReply(refusals.perIp));
       let aborted = false;
@@ -309,11 +313,11 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         (check) => {
           if (gw.log.isLevelEnabled('debug')) gw.log.debug({ check_ms: +(performance.now() - t0).toFixed(2) }, 'link checked');
           if (aborted) return;
-          if (!check.ok || !accepting) {
+          if (!check.ok || !accepting || gw.isDraining) {
             admission.releaseIp(ip);
             return reply(res, refusalReply(check.ok ? refusals.unavailable : check));
           }
-          upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip }, key, protocol, extensions, context));
+          upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip, upgradeAt: t0 }, key, protocol, extensions, context));
         },
         (err) => {
           gw.log.warn({ err: (err as Error).message }, 'link check failed');
@@ -328,7 +332,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       const ud = ws.getUserData();
       ud.socket = new UwsSocket(ws);
       keepalive.add(ud.socket);
-      ud.conn = gw.open(ud.socket, ud.link!, ud.ip);
+      ud.conn = gw.open(ud.socket, ud.link!, ud.ip, ud.upgradeAt);
       ud.link = undefined;
     },
 
@@ -356,7 +360,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         late = code === 1006 && performance.now() - ud.socket.rxAt > keepalive.liveSilenceMs;
       }
       admission.releaseIp(ud.ip);
-      if (ud.conn) gw.closed(ud.conn, late);
+      if (ud.conn) gw.closed(ud.conn, late, code);
     },
   });
 

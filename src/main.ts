@@ -46,10 +46,7 @@ if (config.ROLES.includes('api')) {
   log.info({ component: 'api', port: api.port }, 'partner API listening');
 }
 if (config.ROLES.includes('gateway')) {
-  // The families are defined and served; realtime/ reports into them once it takes a `metrics` object
-  // (docs/operations.md, "Gateway metrics (status)"): until then they stay at zero.
-  if (registry) gatewayMetrics(registry);
-  const gw = await startGateway(deps);
+  const gw = await startGateway(deps, config.GATEWAY_PORT, { metrics: registry && gatewayMetrics(registry) });
   stops.push(gw.close);
   log.info({ component: 'gateway', port: gw.port }, 'gateway listening');
 }

@@ -44,6 +44,26 @@ const RECENT_PRESENCE = 32;
 const HEARD_CLOSE_MS = 60_000;
 const NONE: readonly ClientConnection[] = [];
 
+/** Counts frames written to sockets (GatewayMetrics.messageOut); a no-op without METRICS_PORT. */
+export type CountOut = (type: string, count: number) => void;
+
+const TYPE_PREFIX = '{"type":"';
+/** Server frame types seen so far, each with the prefix that identifies it: no string is cut per frame. */
+const knownTypes: { type: string; probe: string }[] = [];
+/**
+ * The protocol type of a frame we built (`{"type":"cursor",...`), without allocating: the frame is
+ * compared with the prefixes of the types seen before; a new one is cut once (at most 64, then `other`).
+ */
+export function frameType(frame: string): string {
+  for (const k of knownTypes) if (frame.startsWith(k.probe)) return k.type;
+  if (!frame.startsWith(TYPE_PREFIX) || knownTypes.length >= 64) return 'other';
+  const end = frame.indexOf('"', TYPE_PREFIX.length);
+  if (end < 0 || end - TYPE_PREFIX.length > 32) return 'other';
+  const type = frame.slice(TYPE_PREFIX.length, end);
+  knownTypes.push({ type, probe: `${TYPE_PREFIX}${type}"` });
+  return type;
+}
+
 /**
  * One lesson on one node: the only per-lesson registry of the gateway.
  *
@@ -86,6 +106,7 @@ export class Lesson {
     private readonly fanout?: Fanout,
     /** envelopes of kinds the core does not know: the features' (Gateway routes them) */
     private readonly onFeatureEnvelope?: (lesson: Lesson, e: Envelope) => void,
+    private readonly countOut?: CountOut,
   ) {}
 
   // ---- feature state -------------------------------------------------------
@@ -212,6 +233,8 @@ export class Lesson {
 
   /** Delivers to every present connection here except `except`. */
   deliver(frame: string, except?: ClientConnection): void {
+    // the sockets here (the ones still admitting are few and short-lived)
+    if (this.countOut) this.countOut(frameType(frame), except ? this.conns.size - 1 : this.conns.size);
     if (this.fanout) {
       this.fanout.publish(this.id, frame, except);
       return;
@@ -234,7 +257,9 @@ export class Lesson {
       }
     }
     if (!othersHere) return this.deliver(text, sender);
-    for (const c of this.conns) if (c.state === 'present' && c.person.id !== personId) c.send(text);
+    let n = 0;
+    for (const c of this.conns) if (c.state === 'present' && c.person.id !== personId) (c.send(text), n++);
+    this.countOut?.(frameType(text), n);
   }
 
   private deliverPresence(seq: number, frame: string, except?: ClientConnection, exceptPerson?: string): void {
@@ -245,7 +270,9 @@ export class Lesson {
   }
 
   private deliverToPerson(personId: string, frame: string, toConn?: string): void {
-    for (const c of this.people.get(personId)?.conns ?? NONE) if (c.state === 'present' && (!toConn || c.id === toConn)) c.send(frame);
+    let n = 0;
+    for (const c of this.people.get(personId)?.conns ?? NONE) if (c.state === 'present' && (!toConn || c.id === toConn)) (c.send(frame), n++);
+    if (n > 0) this.countOut?.(frameType(frame), n);
   }
 
   private closeLocalPerson(personId: string, code: CloseCodeName): void {
@@ -262,6 +289,7 @@ export class Lesson {
   makePresent(conn: ClientConnection, welcome: string, seq: number): void {
     conn.state = 'present';
     conn.send(welcome);
+    this.countOut?.('welcome', 1);
     for (const r of this.recent) if (r.seq > seq && r.exceptPerson !== conn.person.id) conn.send(r.frame);
     this.fanout?.subscribe(conn);
   }

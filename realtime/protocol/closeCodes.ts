@@ -7,6 +7,8 @@
 export const CloseCode = {
   /** the server is shutting down or restarting: reconnect (to another node) */
   goingAway: 1001,
+  /** the node is draining before a restart (SIGTERM): reconnect at once, the proxy sends you to another node */
+  restarting: 1012,
   /** protocol misuse the connection cannot recover from (repeated invalid frames) */
   badRequest: 4400,
   /** the link stopped being valid */
@@ -32,6 +34,7 @@ export type CloseCodeName = keyof typeof CloseCode;
 /** Reasons sent with the codes (at most 123 bytes by the WebSocket spec). */
 export const CloseReason: Record<CloseCodeName, string> = {
   goingAway: 'server restarting',
+  restarting: 'node draining: reconnect now',
   badRequest: 'too many invalid frames',
   unauthorized: 'link no longer valid',
   forbidden: 'removed from the lesson',

@@ -45,6 +45,51 @@ export interface GatewayMetrics {
   call(store: 'redis' | 'postgres', op: string, ms: number): void;
 }
 
+/**
+ * A histogram without labels kept in a Float64Array: observe() allocates nothing (prom-client's
+ * Histogram.observe makes a closure and objects per call). The registry reads it through get(), in
+ * the shape prom-client's own histograms give (cumulative `le` buckets, `_sum`, `_count`).
+ */
+class TallyHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly counts: Float64Array;
+  private sum = 0;
+  private count = 0;
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly bounds: readonly number[],
+  ) {
+    this.counts = new Float64Array(bounds.length);
+  }
+  observe(value: number): void {
+    const b = this.bounds;
+    let i = 0;
+    while (i < b.length && value > b[i]) i++;
+    if (i < b.length) this.counts[i]++;
+    this.sum += value;
+    this.count++;
+  }
+  reset(): void {
+    this.counts.fill(0);
+    this.sum = 0;
+    this.count = 0;
+  }
+  async get() {
+    const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+    let acc = 0;
+    for (let i = 0; i < this.bounds.length; i++) {
+      acc += this.counts[i];
+      values.push({ labels: { le: this.bounds[i] }, value: acc, metricName: `${this.name}_bucket` });
+    }
+    values.push({ labels: { le: '+Inf' }, value: this.count, metricName: `${this.name}_bucket` });
+    values.push({ labels: {}, value: this.sum, metricName: `${this.name}_sum` });
+    values.push({ labels: {}, value: this.count, metricName: `${this.name}_count` });
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+}
+
 export function gatewayMetrics(registry: Registry, now: () => number = Date.now): GatewayMetrics {
   let source: GatewaySource | undefined;
   const started = now();
@@ -78,14 +123,49 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     buckets: JOIN_BUCKETS,
     registers: [registry],
   });
-  const messagesIn = new Counter({ name: `${METRIC_PREFIX}gateway_messages_in_total`, help: 'Messages received from participants, by protocol type.', labelNames: ['type'] as const, registers: [registry] });
-  const messagesOut = new Counter({ name: `${METRIC_PREFIX}gateway_messages_out_total`, help: 'Messages sent to sockets, by protocol type.', labelNames: ['type'] as const, registers: [registry] });
-  const fanOut = new Histogram({
-    name: `${METRIC_PREFIX}gateway_fanout_duration_seconds`,
-    help: 'One relay, from receipt to the last local socket written.',
-    buckets: FANOUT_BUCKETS,
+  // Per-message counts and the fan-out histogram are on the cursor path: they are kept in plain
+  // numbers and handed to prom-client on each scrape (its inc()/observe() build a label hash string
+  // and objects on every call). A type's tally object is made once (at most 128 kept).
+  const inByType = new Map<string, { n: number }>();
+  const outByType = new Map<string, { n: number }>();
+  const tally = (m: Map<string, { n: number }>, type: string) => {
+    let t = m.get(type);
+    if (!t) {
+      t = { n: 0 };
+      if (m.size < 128) m.set(type, t);
+    }
+    return t;
+  };
+  const handOver = (m: Map<string, { n: number }>, counter: Counter<'type'>) => {
+    for (const [type, t] of m) {
+      if (t.n > 0) counter.labels(messageType(type)).inc(t.n);
+      t.n = 0;
+    }
+  };
+  const messagesIn: Counter<'type'> = new Counter({
+    name: `${METRIC_PREFIX}gateway_messages_in_total`,
+    help: 'Messages received from participants, by protocol type.',
+    labelNames: ['type'] as const,
     registers: [registry],
+    collect() {
+      handOver(inByType, messagesIn);
+    },
   });
+  const messagesOut: Counter<'type'> = new Counter({
+    name: `${METRIC_PREFIX}gateway_messages_out_total`,
+    help: 'Messages sent to sockets, by protocol type.',
+    labelNames: ['type'] as const,
+    registers: [registry],
+    collect() {
+      handOver(outByType, messagesOut);
+    },
+  });
+  const fanOut = new TallyHistogram(
+    `${METRIC_PREFIX}gateway_fanout_duration_seconds`,
+    'One relay, from receipt to the last local socket written.',
+    FANOUT_BUCKETS,
+  );
+  registry.registerMetric(fanOut as unknown as Parameters<Registry['registerMetric']>[0]);
   const closes = new Counter({ name: `${METRIC_PREFIX}gateway_closes_total`, help: 'Sockets closed, by WebSocket close code (docs/protocol.md).', labelNames: ['code'] as const, registers: [registry] });
   const calls = new Histogram({
     name: `${METRIC_PREFIX}gateway_store_call_duration_seconds`,
@@ -104,10 +184,16 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
       joinLatency.observe(ms / 1000);
     },
     messageIn(type) {
-      messagesIn.labels(messageType(type)).inc();
+      const t = inByType.get(type);
+      if (t) t.n++;
+      else messagesIn.labels(messageType(type)).inc();
+      tally(inByType, type);
     },
     messageOut(type, count = 1) {
-      messagesOut.labels(messageType(type)).inc(count);
+      const t = outByType.get(type);
+      if (t) t.n += count;
+      else messagesOut.labels(messageType(type)).inc(count);
+      tally(outByType, type);
     },
     fanOut(ms) {
       fanOut.observe(ms / 1000);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { gatewayMetrics } from '../../src/metrics/gateway.js';
 import { boundedLabel, createRegistry } from '../../src/metrics/registry.js';
+import { frameType } from '../../realtime/lesson/Lesson.js';
 
 /** The typed object realtime/ reports into (issue 17, point 1): what it records and how it bounds labels. */
 describe('gatewayMetrics', () => {
@@ -52,5 +53,34 @@ describe('gatewayMetrics', () => {
     expect(fresh('Xk3Pq9TokenLike')).toBe('other');
     expect(fresh('42')).toBe('other');
     expect(fresh('{"json":1}')).toBe('other');
+  });
+
+  it('reads the type of an outgoing frame from its prefix (messages out by type), anything else is "other"', () => {
+    expect(frameType('{"type":"cursor","from":"p","x":1,"y":2}')).toBe('cursor');
+    expect(frameType('{"type":"cursor","from":"q","x":3,"y":4}')).toBe('cursor');
+    expect(frameType('{"type":"board.ops","ops":[]}')).toBe('board.ops');
+    expect(frameType('{"type":"cursorx"}')).toBe('cursorx');
+    expect(frameType('[1,2]')).toBe('other');
+    expect(frameType(`{"type":"${'x'.repeat(40)}"}`)).toBe('other');
+  });
+
+  it('keeps per-message counts and fan-out times in plain numbers, handed to the exposition on each scrape', async () => {
+    const registry = createRegistry();
+    const m = gatewayMetrics(registry);
+    for (let i = 0; i < 1000; i++) {
+      m.messageIn('cursor');
+      m.messageOut('cursor', 3);
+      m.fanOut(i % 2 === 0 ? 0.2 : 3);
+    }
+    const text = await registry.metrics();
+    expect(text).toContain('lessons_gateway_messages_in_total{type="cursor"} 1000');
+    expect(text).toContain('lessons_gateway_messages_out_total{type="cursor"} 3000');
+    expect(text).toContain('# TYPE lessons_gateway_fanout_duration_seconds histogram');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_bucket{le="0.0005"} 500');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_bucket{le="0.005"} 1000');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_bucket{le="+Inf"} 1000');
+    expect(text).toContain('lessons_gateway_fanout_duration_seconds_count 1000');
+    m.messageIn('cursor');
+    expect(await registry.metrics()).toContain('lessons_gateway_messages_in_total{type="cursor"} 1001');
   });
 });

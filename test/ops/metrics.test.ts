@@ -6,6 +6,8 @@ import { spawnService } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
 import { eventually } from '../helpers/wait.js';
 import { attemptsOf, deliveryOf, startWebhookStack } from '../webhooks/helpers/stack.js';
+import { join } from '../realtime/helpers/client.js';
+import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 import { families, heldPost, scrape, value } from './helpers.js';
 
 /**
@@ -131,7 +133,7 @@ describe('metrics', () => {
     expect(text.match(/^# TYPE lessons_ready /gm)).toHaveLength(1);
   }, 180_000);
 
-  it('gateway: every family is served on METRICS_PORT (the counters stay 0 until realtime/ reports into them), process metrics move', async () => {
+  it('gateway: every family is served on METRICS_PORT, process metrics move; a real join and a message move the gateway families', async () => {
     const { port, metricsUrl } = await role({ ROLES: 'gateway' }, 'gateway');
     const first = await scrape(metricsUrl);
     const fams = families(first.text);
@@ -156,5 +158,39 @@ describe('metrics', () => {
     expect(value(second.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(value(first.samples, 'process_cpu_user_seconds_total'));
     // the flush-lag gauge counts from start until the meter reports its first flush
     expect(value(second.samples, 'lessons_gateway_meter_flush_lag_seconds')).toBeGreaterThan(value(first.samples, 'lessons_gateway_meter_flush_lag_seconds'));
+
+    // a real join and a message move the gateway's own families
+    const { link, lesson } = await lessonWithLinks(stack.sql);
+    const wsUrl = async (user: string) => `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(await link(user))}`;
+    const a = await join(await wsUrl('metrics-a'));
+    const b = await join(await wsUrl('metrics-b'));
+    a.send({ type: 'cursor', x: 1, y: 2 });
+    await b.waitType('cursor');
+    const during = await scrape(metricsUrl);
+    expect(value(during.samples, 'lessons_gateway_connections')).toBe(2);
+    expect(value(during.samples, 'lessons_gateway_lessons_open')).toBe(1);
+    expect(value(during.samples, 'lessons_gateway_joins_total')).toBe(2);
+    expect(value(during.samples, 'lessons_gateway_join_duration_seconds_count')).toBe(2);
+    expect(value(during.samples, 'lessons_gateway_messages_in_total', { type: 'cursor' })).toBe(1);
+    expect(value(during.samples, 'lessons_gateway_messages_out_total', { type: 'cursor' })).toBeGreaterThanOrEqual(1);
+    expect(value(during.samples, 'lessons_gateway_messages_out_total', { type: 'welcome' })).toBe(2);
+    expect(value(during.samples, 'lessons_gateway_fanout_duration_seconds_count')).toBeGreaterThanOrEqual(1);
+    expect(value(during.samples, 'lessons_gateway_store_call_duration_seconds_count', { store: 'redis', op: 'presence.join' })).toBe(2);
+    expect(value(during.samples, 'lessons_gateway_store_call_duration_seconds_count', { store: 'postgres', op: 'meter.seed' })).toBeGreaterThanOrEqual(1);
+    // two people: the session runs, and the meter flushes (GATEWAY_METER_FLUSH_SECONDS) resetting the lag
+    await eventually(async () => {
+      const s = (await scrape(metricsUrl)).samples;
+      return value(s, 'lessons_gateway_sessions_running') === 1 && value(s, 'lessons_gateway_store_call_duration_seconds_count', { store: 'postgres', op: 'meter.flush' }) >= 1;
+    }, 'a running session and a meter flush', 20_000);
+    expect(value((await scrape(metricsUrl)).samples, 'lessons_gateway_meter_flush_lag_seconds')).toBeLessThan(10);
+    await a.close();
+    await b.close();
+    await eventually(async () => value((await scrape(metricsUrl)).samples, 'lessons_gateway_closes_total', { code: '1000' }) === 2, 'two closes with 1000');
+    const after = await scrape(metricsUrl);
+    expect(value(after.samples, 'lessons_gateway_connections')).toBe(0);
+    expect(value(after.samples, 'lessons_gateway_lessons_open')).toBe(0);
+    // no lesson id, link token or user id in any label
+    expect(after.text).not.toContain(lesson.id);
+    expect(after.text).not.toContain('metrics-a');
   }, 180_000);
 });

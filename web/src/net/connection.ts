@@ -7,7 +7,8 @@ import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js
  * (0.5 s doubling to 10 s). Close codes that mean "do not come back"
  * (docs/protocol.md: 4401 link expired/unknown, 4403 removed, 4409 replaced by a newer tab of the
  * same person, 4410 archived)
- * end the connection for good and show an error view.
+ * end the connection for good and show an error view. 1012 (the node is draining before a
+ * restart) reconnects at once, without backoff.
  */
 export type ConnState =
   | { kind: 'connecting'; attempt: number }
@@ -20,6 +21,8 @@ export type EndReason = 'expired' | 'removed' | 'replaced' | 'archived' | 'unrea
 // 4409: this person opened more tabs than the gateway keeps (GATEWAY_MAX_SOCKETS_PER_PERSON) and this
 // one is the oldest; reconnecting would close the newest in turn, so the tabs would take turns forever.
 const FINAL: Record<number, EndReason> = { 4401: 'expired', 4403: 'removed', 4409: 'replaced', 4410: 'archived' };
+/** 1012 "service restart": the gateway node is draining; reconnect at once (to another node). */
+const RESTARTING = 1012;
 /** Reconnection attempts that never opened before the page asks the server what is wrong (it reloads: the gateway then serves the error page). */
 const MAX_FAILED = 8;
 
@@ -110,6 +113,14 @@ export class Connection {
       this.ws = null;
       const final = FINAL[ev.code];
       if (final) return this.end(final);
+      if (ev.code === RESTARTING && opened) {
+        // the node is draining (docs/protocol.md, 1012): reconnect at once; the proxy picks a node
+        // that still accepts. The gateway already spread its closes over DRAIN_SECONDS.
+        this.attempt = 0;
+        this.on.state({ kind: 'reconnecting', attempt: 0, inMs: 0 });
+        this.timer = setTimeout(() => this.open(), 0);
+        return;
+      }
       if (!opened && ++this.failedInARow >= MAX_FAILED) {
         // The upgrade keeps failing: the link may have expired or the lesson been archived.
         // Reloading lets the gateway answer /embed/<token> with the right error page.
