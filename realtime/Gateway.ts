@@ -233,13 +233,17 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   /**
    * The socket is gone (any reason). The departure is dated now, or, when the
    * transport noticed it `late` (a dead or half-open socket found by the idle
-   * timeout), at the client's last sign of life (its last frame or pong).
+   * timeout), one keepalive cycle after the client's last sign of life (its last
+   * frame or pong): a silent live socket answers a ping every cycle, so it was
+   * possibly there until then and certainly gone after; dating it at the last
+   * sign itself could bill less than the client was there (never allowed).
    */
   closed(conn: ClientConnection, late = false, code?: number): void {
     if (code !== undefined) this.metrics.closed(code);
     if (conn.state === 'closed') return;
     if (--this.connCount === 0) this.onEmpty?.();
-    const at = late ? conn.lastSeenAt : this.now();
+    const now = this.now();
+    const at = late ? Math.min(now, conn.lastSeenAt + this.timing.keepaliveCycleMs) : now;
     conn.state = 'closed';
     const lesson = this.lessons.get(conn.lessonId);
     if (lesson?.remove(conn)) this.closeLesson(lesson);

@@ -183,10 +183,8 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
   const admission = gw.admission;
   const app = uWS.App();
   let accepting = true;
-  // uWS counts idle time in 4-second ticks and rounds other values up (9 s
-  // closes at ~12 s): a multiple of 4 keeps the close within the setting.
-  const idleTimeout = Math.max(8, Math.floor(config.GATEWAY_IDLE_TIMEOUT_SECONDS / 4) * 4);
-  const keepalive = new Keepalive(((idleTimeout - 4) * 1000) / 3);
+  const idleTimeout = gw.timing.idleTimeoutS;
+  const keepalive = new Keepalive(gw.timing.keepaliveCycleMs);
   const topic = (lessonId: string) => `l/${lessonId}`;
 
   gw.useFanout({

@@ -7,7 +7,18 @@ export function gatewayTiming(config: Deps['config']) {
   const flushMs = Math.round(config.GATEWAY_METER_FLUSH_SECONDS * 1000);
   const idleMs = config.SESSION_IDLE_SECONDS * 1000;
   const heartbeatMs = renewMs(leaseMs);
+  // uWS counts idle time in 4-second ticks and rounds other values up (9 s
+  // closes at ~12 s): a multiple of 4 keeps the close within the setting.
+  const idleTimeoutS = Math.max(8, Math.floor(config.GATEWAY_IDLE_TIMEOUT_SECONDS / 4) * 4);
   return {
+    idleTimeoutS,
+    /**
+     * A silent socket is pinged once a cycle: (idle - one uWS tick) / 3 leaves a live socket two
+     * answered pings of slack before uWS closes it, and at most 5 s, so a departure noticed late
+     * (dated at the last sign of life + one cycle: never before the socket could have died) is
+     * over-billed by at most 5 s with the defaults (issue 13).
+     */
+    keepaliveCycleMs: Math.min(5000, ((idleTimeoutS - 4) * 1000) / 3),
     leaseMs,
     flushMs,
     idleMs,

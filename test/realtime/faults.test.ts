@@ -151,7 +151,7 @@ describe('every process restarts', () => {
     await n2.stop();
   }, 40_000);
 
-  it('bills no downtime when every gateway died with people in a lesson: the late reap dates their departure at the lease expiry', async () => {
+  it('bills no downtime when every gateway died with people in a lesson: the late reap dates their departure when their next lease renewal was due', async () => {
     const n1 = await spawnGateway(env);
     const f = await lessonWithLinks(sql);
     await join(n1.wsUrl(await f.link('a')));
