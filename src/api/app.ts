@@ -20,6 +20,7 @@ import type { ApiMetrics } from '../metrics/api.js';
 import { requestIdFrom } from './middlewares/requestId.js';
 import { partnerRoutes } from './routes/index.js';
 import type { ApiContext, ApiState, RouteDef } from './route.js';
+import { readAgainOnLoss } from '../db/errors.js';
 
 export const SERVICE_VERSION = '0.1.0';
 /** JSON bodies from this size on are sent compressed when the client accepts it. */
@@ -114,7 +115,10 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
         const body = r.body ? parsePart(r.body, raw, 'body') : undefined;
         await r.handler(ctx, { params, query, body });
       };
-      await (r.method === 'post' ? idempotent(ctx, raw, run) : run());
+      // A GET only reads: when its Postgres connection was lost under it, it runs once more
+      // (issue 13); a POST's retry is the partner's, with its Idempotency-Key.
+      const retried = (err: Error) => log.warn({ err: err.message }, 'a read lost its Postgres connection; running it again');
+      await (r.method === 'post' ? idempotent(ctx, raw, run) : r.method === 'get' ? readAgainOnLoss(run, retried) : run());
     });
   }
   app.use(router.routes());

@@ -1,6 +1,7 @@
 import { AUTH_CHANGED_CHANNEL } from '../db/channels.js';
 import { authenticateApiKey, isApiKeyShaped, type Authenticated } from '../domain/apiKeys.js';
 import type { Deps } from '../deps.js';
+import { readAgainOnLoss } from '../db/errors.js';
 
 /** Unknown keys are remembered this long (docs/api-decisions.md, "Authentication"). */
 const NEGATIVE_TTL_MS = 60_000;
@@ -100,7 +101,7 @@ export class AuthCache {
   private async lookup(apiKey: string): Promise<Authenticated | null> {
     const generation = this.generation;
     this.lookupsMade++;
-    const found = await authenticateApiKey(this.deps.readSql, apiKey);
+    const found = await readAgainOnLoss(() => authenticateApiKey(this.deps.readSql, apiKey));
     const auth = typeof found === 'string' ? null : found;
     if (generation !== this.generation || !auth) {
       this.entries.delete(apiKey);

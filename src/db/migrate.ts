@@ -4,6 +4,7 @@ import path from 'node:path';
 import postgres from 'postgres';
 import type { Logger } from '../logger.js';
 import { MIGRATION_LOCK } from './locks.js';
+import { isConnectionLost } from './errors.js';
 
 
 /** The migrations folder, whether running from src/ (tsx) or dist/src/ (compiled). */
@@ -20,8 +21,6 @@ export function migrationsDir(): string {
  */
 const DATABASE_EXISTS = new Set(['42P04', '23505']);
 
-/** Failures of the connection rather than of the statement: worth trying again at start. */
-const CONNECTION_LOST = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03']);
 
 /** Creates the database named in `url` when it does not exist yet; several processes may call it at once. */
 async function ensureDatabase(url: string): Promise<void> {
@@ -63,7 +62,7 @@ export async function migrate(url: string, log?: Logger, retryMs = 30_000): Prom
       return await applyMigrations(url, log);
     } catch (err) {
       const code = (err as { code?: string }).code ?? '';
-      if (!CONNECTION_LOST.has(code) || Date.now() + delay > deadline) throw err;
+      if (!isConnectionLost(err) || Date.now() + delay > deadline) throw err;
       log?.warn({ err: (err as Error).message, code }, 'migrations: connection lost; retrying');
       await new Promise((r) => setTimeout(r, delay));
     }
