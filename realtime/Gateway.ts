@@ -318,6 +318,9 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     // lesson, and then no node has written the lesson's meter since: a node
     // flushes a meter only while Redis holds it.
     const seedRead = freshLesson && this.loadSeed ? this.loadSeed(conn.lessonId).catch(() => undefined) : undefined;
+    // The features' welcome contributions are the connection's own (chat history, media states,
+    // ICE servers, a removal re-check): they are read while the lesson opens, not after it.
+    const welcome = this.featureWelcome(conn);
     try {
       await lesson.ready;
     } catch {
@@ -326,7 +329,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       return;
     }
     const tReady = performance.now();
-    const extras = await this.featureWelcome(conn);
+    const extras = await welcome;
     const tFeatures = performance.now();
     const seed = await seedRead;
     const t1 = performance.now();
@@ -653,16 +656,19 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 
   private async featureWelcome(conn: ClientConnection): Promise<Record<string, unknown>> {
-    const extras: Record<string, unknown> = {};
-    for (const f of this.features) {
-      if (!f.welcome) continue;
-      try {
-        Object.assign(extras, await f.welcome(this.featureContext(conn)));
-      } catch (err) {
-        this.log.error({ err, feature: f.name }, 'welcome contribution failed');
-      }
-    }
-    return extras;
+    // in parallel (each is one Redis or Postgres read at most), merged in the features' order
+    const parts = await Promise.all(
+      this.features.map(async (f) => {
+        if (!f.welcome) return undefined;
+        try {
+          return await f.welcome(this.featureContext(conn));
+        } catch (err) {
+          this.log.error({ err, feature: f.name }, 'welcome contribution failed');
+          return undefined;
+        }
+      }),
+    );
+    return Object.assign({}, ...parts) as Record<string, unknown>;
   }
 
   private featureContext(conn: ClientConnection): FeatureContext {
