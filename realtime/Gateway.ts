@@ -22,6 +22,7 @@ import { gatewayTiming } from './timing.js';
 import type { Redis } from '../src/redis.js';
 import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
 import { Meter } from './metering/Meter.js';
+import { Certainty } from './metering/Certainty.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import type { CloseCodeName } from './protocol/closeCodes.js';
 import { coreMessages } from './protocol/messages/index.js';
@@ -100,6 +101,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private readonly lessons = new Map<string, Lesson>();
   /** departures Redis did not hear (it was unreachable), retried by Maintenance */
   private readonly pendingLeaves: PendingLeave[] = [];
+  /** how far this node vouches for its sockets' presence, per lesson (what a flush may charge) */
+  private readonly certainty: Certainty;
   private readonly features: GatewayFeature[];
   private readonly busHandlers = new Map<string, (lesson: Lesson, e: Envelope) => void>();
   private readonly announcer: JoinAnnouncer;
@@ -128,6 +131,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.nodeId = parts.nodeId ?? `${hostname()}:${process.pid}:${randomBase62(8)}`;
     this.log = deps.log.child({ component: 'gateway', node: this.nodeId });
     this.timing = gatewayTiming(deps.config);
+    this.certainty = new Certainty(this.timing.keepaliveCycleMs);
     this.features = parts.features ?? [];
     this.presence = parts.presence;
     this.loadSeed = parts.loadSeed;
@@ -245,6 +249,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const now = this.now();
     const at = late ? Math.min(now, conn.lastSeenAt + this.timing.keepaliveCycleMs) : now;
     conn.state = 'closed';
+    this.certainty.departing(conn, at);
     const lesson = this.lessons.get(conn.lessonId);
     if (lesson?.remove(conn)) this.closeLesson(lesson);
     if (conn.drained) this.track(conn.joined.then(() => sleep(DRAIN_LEAVE_GRACE_MS)).then(() => this.leave(conn, at)));
@@ -305,6 +310,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const out: string[] = [];
     for (const l of this.lessons.values()) if (l.present().length > 0) out.push(l.id);
     return out;
+  }
+
+  /** Presence of this node's sockets in the lesson is certain up to here (<= now): see Certainty. */
+  certainUntil(lessonId: string, now: number): number {
+    return this.certainty.until(lessonId, this.lessons.get(lessonId)?.conns ?? [], now);
   }
 
   // ---- presence ------------------------------------------------------------
@@ -378,6 +388,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 
   private departed(conn: ClientConnection, res: Awaited<ReturnType<Presence['leave']>>, at: number): void {
+    this.certainty.reported(conn);
     this.runClosedHooks(conn, !!res?.last);
     if (res) this.applyDeparture(conn.lessonId, res.last && res.person ? [res.person] : [], res, at);
   }
@@ -522,7 +533,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       for (const lesson of [...this.lessons.values()]) for (const conn of [...lesson.conns]) conn.close('goingAway');
       await this.idle();
       // departures Redis never heard: the features still hear of the sockets (presence drops the node below)
-      for (const p of this.pendingLeaves.splice(0)) this.runClosedHooks(p.conn, false);
+      for (const p of this.pendingLeaves.splice(0)) {
+        this.certainty.reported(p.conn);
+        this.runClosedHooks(p.conn, false);
+      }
       await this.idle();
       for (const f of this.features) await f.close?.().catch((err) => this.log.error({ err, feature: f.name }, 'feature close failed'));
       await this.presence.leaveNode(this.nodeId).catch(() => undefined);

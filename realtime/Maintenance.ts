@@ -20,6 +20,8 @@ export interface MaintainedGateway {
   openLessons(): string[];
   /** lessons with someone present on this node */
   servedLessons(): string[];
+  /** presence of this node's sockets in the lesson is certain up to here (<= now) */
+  certainUntil(lessonId: string, now: number): number;
   /** registers this node's live sockets again (all lessons, or these) */
   reRegister(onlyLessons?: string[]): Promise<void>;
   /** departures Redis missed */
@@ -40,8 +42,9 @@ type Job = 'heartbeat' | 'flush' | 'sweep';
  * - heartbeat (every lease/3): refresh this node's lease; re-register live
  *   connections when Redis lost them; retry departures Redis missed; reap
  *   nodes whose lease expired (their people stop counting, once).
- * - flush (GATEWAY_METER_FLUSH_SECONDS): for lessons served here, claim the
- *   periodic charge (one node per lesson and interval) and settle meters.
+ * - flush (GATEWAY_METER_FLUSH_SECONDS): for lessons served here, say how far
+ *   this node vouches for its sockets' presence (metering/Certainty.ts), claim
+ *   the periodic charge (one node per lesson and interval) and settle meters.
  * - sweep: end sessions idle for SESSION_IDLE_SECONDS, sessions of archived
  *   lessons, and orphans nobody vouched for; every node sweeps, the Lua
  *   claims and idempotent Postgres writes make duplicates harmless. It first
@@ -112,7 +115,8 @@ export class Maintenance {
     if (archived.size > 0) ids = ids.filter((id) => !archived.has(id));
     const lost: string[] = [];
     for (let i = 0; i < ids.length; i += 200) {
-      const results = await presence.tick(ids.slice(i, i + 200), now);
+      const chunk = ids.slice(i, i + 200);
+      const results = await presence.tick(chunk, now, { node: gw.nodeId, until: chunk.map((id) => gw.certainUntil(id, now)) });
       for (const r of results) {
         if (r.meter === null) lost.push(r.lessonId);
         else if (r.effects.length > 0) void meter.apply(r.lessonId, r, now);

@@ -346,6 +346,13 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       if (ud.conn) gw.pong(ud.conn);
     },
 
+    // a client's own ping (uWS answers it) is a sign of life too, as it is for uWS's idle timeout
+    ping(ws) {
+      const ud = ws.getUserData();
+      if (ud.socket) ud.socket.rxAt = keepalive.now;
+      if (ud.conn) gw.pong(ud.conn);
+    },
+
     close(ws, code) {
       const ud = ws.getUserData();
       let late = false;

@@ -107,12 +107,13 @@ export class Meter {
       // watermark charge cannot be taken back. The balance catches up at the next flush.
       if (m.seededAt !== null) continue;
       const sessionId = sessionOf(m)!;
-      // up to where presence is certain: a node that died since its last renewal is reaped dated then
+      // up to where presence is certain (TickResult.safeUntil): a dead node's or a half-open
+      // socket's departure, found later, is dated there, and a watermark cannot go down
       const upTo = Math.min(now, r.safeUntil);
       const cum = meteredSeconds(m, upTo);
       const running = runningSince(m) !== null;
       if (cum > (this.charged.get(sessionId) ?? -1) || running) {
-        items.push({ sessionId, cumulativeSeconds: cum, at: new Date(running ? now : (pausedAtOf(m) ?? now)), people: m.peopleMax || undefined });
+        items.push({ sessionId, cumulativeSeconds: cum, at: new Date(running ? upTo : (pausedAtOf(m) ?? now)), people: m.peopleMax || undefined });
       }
     }
     // one transaction for every lesson this node flushes (src/metering/charge.ts)

@@ -1,7 +1,7 @@
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { PARTICIPANT_JOINED_WINDOW_MS, rebuildMs, renewMs } from '../../src/metering/rules.js';
 import * as M from './MeterMachine.js';
-import type { Change, JoinInput, JoinResult, LeaveResult, MeterState, Presence, PresenceOptions, PublicPerson, ReapedLesson, TickResult } from './Presence.js';
+import type { Change, JoinInput, JoinResult, LeaveResult, MeterState, Presence, PresenceOptions, PublicPerson, ReapedLesson, TickResult, TickVouch } from './Presence.js';
 
 interface Lesson {
   /** conn -> node and person */
@@ -10,6 +10,8 @@ interface Lesson {
   people: Map<string, number>;
   info: Map<string, PublicPerson>;
   meter: MeterState | null;
+  /** node -> how far it last vouched for its sockets here (l:<lesson>:s) */
+  vouched: Map<string, number>;
 }
 
 /**
@@ -154,12 +156,13 @@ export class InMemoryPresence implements Presence {
   }
 
   /** TICK */
-  async tick(lessonIds: string[], now: number): Promise<TickResult[]> {
+  async tick(lessonIds: string[], now: number, vouch?: TickVouch): Promise<TickResult[]> {
     const o = this.opts;
     const rebuildUntil = this.epoch(now) + rebuildMs(o.leaseMs);
-    return lessonIds.map((lessonId) => {
+    return lessonIds.map((lessonId, i) => {
       const l = this.lessons.get(lessonId);
       if (!l?.meter) return { lessonId, due: false, count: 0, meter: null, effects: [], safeUntil: now };
+      if (vouch) l.vouched.set(vouch.node, Math.floor(vouch.until[i]));
       const count = l.people.size;
       const r = M.settle(l.meter, count, now, { graceMs: o.graceMs, rebuildUntil, startRetryMs: o.startRetryMs });
       let m = r.m;
@@ -170,7 +173,7 @@ export class InMemoryPresence implements Presence {
       }
       l.meter = m;
       let safeUntil = now;
-      if (due) for (const c of l.conns.values()) safeUntil = Math.min(safeUntil, this.nodes.get(c.node)?.due ?? now);
+      if (due) for (const c of l.conns.values()) safeUntil = Math.min(safeUntil, this.nodes.get(c.node)?.due ?? now, l.vouched.get(c.node) ?? now);
       return { lessonId, due, count, meter: m, effects: r.fx, safeUntil };
     });
   }
@@ -249,7 +252,7 @@ export class InMemoryPresence implements Presence {
   private lesson(lessonId: string): Lesson {
     let l = this.lessons.get(lessonId);
     if (!l) {
-      l = { conns: new Map(), people: new Map(), info: new Map(), meter: null };
+      l = { conns: new Map(), people: new Map(), info: new Map(), meter: null, vouched: new Map() };
       this.lessons.set(lessonId, l);
     }
     return l;

@@ -55,11 +55,24 @@ export interface TickResult extends Change {
   /** this node claimed the periodic flush of the lesson */
   due: boolean;
   /**
-   * Presence is certain up to here (<= now): the earliest next-renewal time
-   * of the nodes with people in the lesson. A node that died since is reaped
-   * with its departures dated then, so a flush charges no further.
+   * Presence is certain up to here (<= now), when this node claimed the flush:
+   * the earliest, over the nodes with people in the lesson, of their next
+   * lease renewal (a node that died since is reaped with its departures dated
+   * then) and of the time each last vouched for its sockets (TickVouch: a
+   * half-open socket's departure is dated at its last sign of life + one
+   * keepalive cycle). A flush charges no further.
    */
   safeUntil: number;
+}
+
+/**
+ * What the ticking node vouches for, per lesson of the tick (same order):
+ * presence of its sockets there is certain up to `until[i]` (<= now).
+ * Kept per lesson and node until the node's next tick.
+ */
+export interface TickVouch {
+  node: string;
+  until: number[];
 }
 
 export interface JoinInput {
@@ -101,7 +114,7 @@ export interface Presence {
    * node's next renewal was due (rules.ts renewMs), never at the expiry.
    */
   reap(deadNode: string, now: number): Promise<ReapedLesson[]>;
-  tick(lessonIds: string[], now: number): Promise<TickResult[]>;
+  tick(lessonIds: string[], now: number, vouch?: TickVouch): Promise<TickResult[]>;
   setSession(lessonId: string, sessionId: number, startAt: number, baseMs: number, now: number): Promise<{ ok: boolean; change: Change }>;
   claimEnd(lessonId: string, sessionId: number, now: number): Promise<{ kind: 'end'; meter: MeterState } | { kind: 'busy' | 'orphan' }>;
   archiveEnd(lessonId: string, archivedAt: number, now: number): Promise<MeterState | undefined>;

@@ -15,6 +15,7 @@ import type {
   PublicPerson,
   ReapedLesson,
   TickResult,
+  TickVouch,
 } from './Presence.js';
 
 export interface RedisPresenceOptions extends PresenceOptions {
@@ -116,10 +117,11 @@ export class RedisPresence implements Presence {
     }));
   }
 
-  async tick(lessonIds: string[], now: number): Promise<TickResult[]> {
+  async tick(lessonIds: string[], now: number, vouch?: TickVouch): Promise<TickResult[]> {
     if (lessonIds.length === 0) return [];
     const o = this.opts;
-    const res = await this.run.gwTick(this.root, now, o.idleMs, o.flushMs, o.graceMs, o.startRetryMs, rebuildMs(o.leaseMs), ...lessonIds);
+    const lessons = lessonIds.flatMap((id, i) => [id, vouch ? String(Math.floor(vouch.until[i])) : '']);
+    const res = await this.run.gwTick(this.root, now, o.idleMs, o.flushMs, o.graceMs, o.startRetryMs, rebuildMs(o.leaseMs), vouch?.node ?? '', ...lessons);
     const out: TickResult[] = [];
     for (const r of res as Reply[]) {
       const lessonId = r[0] as string;

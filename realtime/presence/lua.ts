@@ -43,6 +43,7 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
  *   <root>l:<lesson>:m     HASH  the meter (fields in METER_FIELDS)
  *   <root>l:<lesson>:j     HASH  person -> ms of the last participant.joined (a filter; Postgres decides)
  *   <root>l:<lesson>:g     STRING latest departure reported while rebuilding, before the lesson had a meter again
+ *   <root>l:<lesson>:s     HASH  node -> how far it vouched, at its last tick, for its sockets' presence here (ms)
  *   <root>due              HASH  node -> when its next lease renewal is due (ms): a dead node's departures are dated then
  *   <root>epoch            STRING when this Redis state began (ms): set by the first script that finds none
  *                          (a new or restarted Redis); for rebuild_ms after it nothing decides a lesson is empty
@@ -212,7 +213,7 @@ end
 -- Nothing left to remember about an empty lesson without a session.
 local function maybe_forget(l, m, count)
   if count == 0 and m.sid == '' and m.start_at == '' and m.end_sid == '' then
-    redis.call('DEL', K(l, 'c'), K(l, 'p'), K(l, 'i'), K(l, 'm'))
+    redis.call('DEL', K(l, 'c'), K(l, 'p'), K(l, 'i'), K(l, 'm'), K(l, 's'))
     return true
   end
   return false
@@ -359,22 +360,25 @@ return out
 `;
 
 /**
- * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, rebuild_ms, lessons...
+ * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, rebuild_ms, node, then per lesson: lesson, until
  * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...], safe_until}
- * Periodic work of a node for the lessons it serves: retries a pending start,
+ * Periodic work of a node for the lessons it serves: records how far the node
+ * vouches for its sockets there (until; '' none), retries a pending start,
  * settles a meter rebuilt from Postgres once every node had time to
  * re-register, and claims the periodic flush (one node per interval).
  */
 export const TICK = `${LIB}
 local now, idle, flush, grace, retry = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local rebuild_until = epoch(now) + tonumber(ARGV[6])
+local node = ARGV[7]
 local out = {}
-for i = 7, #ARGV do
+for i = 8, #ARGV, 2 do
   local l = ARGV[i]
   local m = load_meter(l)
   if not m then
     out[#out + 1] = { l, 'seed' }
   else
+    if node ~= '' and ARGV[i + 1] ~= '' then redis.call('HSET', K(l, 's'), node, ARGV[i + 1]) end
     local fx = {}
     local count = redis.call('HLEN', K(l, 'p'))
     local seeded = N(m.seeded_at)
@@ -396,16 +400,20 @@ for i = 7, #ARGV do
     if #fx > 0 then bump(m, now) end
     save_meter(l, m)
     -- Presence is certain only up to when the next renewal of every node with
-    -- people here is due: a node that died since is reaped dated then, and a
-    -- flush must not charge past it (a watermark cannot be taken back).
+    -- people here is due (a node that died since is reaped dated then) and up
+    -- to how far each vouched for its sockets (a half-open socket's departure
+    -- is dated at its last sign of life + one keepalive cycle): a flush must
+    -- not charge past either (a watermark cannot be taken back).
     local safe, seen = now, {}
     if due == 1 then
       for _, v in ipairs(redis.call('HVALS', K(l, 'c'))) do
-        local node = split(v, ' ')[1]
-        if not seen[node] then
-          seen[node] = true
-          local d = N(redis.call('HGET', root .. 'due', node))
+        local n = split(v, ' ')[1]
+        if not seen[n] then
+          seen[n] = true
+          local d = N(redis.call('HGET', root .. 'due', n))
           if d and d < safe then safe = d end
+          local s = N(redis.call('HGET', K(l, 's'), n))
+          if s and s < safe then safe = s end
         end
       end
     end

@@ -10,7 +10,7 @@ import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
 import { gatewayTiming } from '../../realtime/timing.js';
 import { makeDeps, ManualClock } from '../helpers/deps.js';
-import { lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
+import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from './helpers/isolation.js';
 
 /**
@@ -149,6 +149,39 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     expect(a.of('presence').at(-1)).toMatchObject({ event: 'left', person: { name: 'Bob' } });
     await gw.close();
     expect(events.filter((e) => e.startsWith('closed'))).toEqual(['closed Bob left', 'closed Ann left']);
+  });
+
+  it('charges a flush no further than a departure Redis has not heard yet (issue 13: a watermark cannot be taken back)', async () => {
+    const { gw, open } = await newGateway('unit-g');
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = open(ann);
+    const b = open(bob);
+    await gw.idle();
+    clock.advance(1_000);
+    await gw.maintenance.heartbeat();
+    await gw.maintenance.flush();
+    await gw.idle();
+    expect(await sessionsOf(deps.sql, f.lesson.id)).toHaveLength(1);
+
+    redis.disconnect();
+    clock.advance(2_000);
+    b.drop(); // Bob leaves 3 s in, while Redis is unreachable: his departure waits, dated then
+    await gw.idle();
+    expect(gw.pendingDepartures).toBe(1);
+    await redis.connect();
+    clock.advance(20_000);
+    gw.pong(a.conn); // Ann is alive and well
+    await gw.maintenance.guard('flush', () => gw.maintenance.flush()); // before the heartbeat retries Bob's departure
+    await gw.idle();
+    expect((await lessonRow(deps.sql, f.lesson.id)).billed_seconds).toBeLessThanOrEqual(3);
+    await gw.maintenance.heartbeat();
+    await gw.idle();
+    expect(gw.pendingDepartures).toBe(0);
+    clock.advance(10_000);
+    await gw.maintenance.flush();
+    await gw.idle();
+    expect((await lessonRow(deps.sql, f.lesson.id)).billed_seconds).toBe(3);
+    await gw.close();
   });
 
   it('relays between two nodes through the one lesson channel: a frame for everyone, a frame for one person, a close', async () => {

@@ -99,6 +99,11 @@ describe('idle timeout', () => {
     await gw.settle();
     // the gateway's clock moves on while the silent client says nothing (issue 13: departures dated at the last sign of life)
     clock.advance(8_000);
+    // a flush before the silence is noticed charges no further than the silent client's last sign of
+    // life + one keepalive cycle (issue 13: a watermark charged past it could not be taken back)
+    await gw.maintenance.guard('heartbeat', () => gw.maintenance.heartbeat());
+    await gw.maintenance.guard('flush', () => gw.maintenance.flush());
+    expect((await lessonRow(gw.deps.sql, f.lesson.id)).billed_seconds).toBeLessThanOrEqual(2);
     // the watcher keeps its connection alive by answering pings (ws does that by default)
     await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 12_000);
     const elapsed = (Date.now() - t0) / 1000;

@@ -50,6 +50,8 @@ describe('sessions', () => {
     const a = await join(await f.url('a'));
     let b = await join(await f.url('b'));
     clock.advance(sec(100));
+    // both answered the gateway's keepalive meanwhile: presence is certain up to now
+    await Promise.all([a.alive(), b.alive()]);
     await gw.maintain();
     expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(100);
     expect(await balanceOf(sql, f.partner.id)).toBe(6000 - 100);
@@ -218,6 +220,8 @@ describe('charging', () => {
     let res = await api.request('GET', '/balance', { key: f.apiKey });
     expect(res.body.balance_seconds).toBe(55);
     clock.advance(sec(95));
+    // both answered the gateway's keepalive meanwhile: presence is certain up to now
+    await Promise.all([a.alive(), b.alive()]);
     await gw.maintain();
     res = await api.request('GET', '/balance', { key: f.apiKey });
     expect(res.body).toMatchObject({ balance_seconds: -40, balance_minutes: 0 });

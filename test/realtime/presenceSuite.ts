@@ -161,6 +161,33 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect((await p.tick([l], T + 13_000))[0]).toMatchObject({ due: true, safeUntil: T + 13_000 });
     });
 
+    it('tells a flushing node how far presence is certain: no further than any node with people in the lesson vouched at its last tick', async () => {
+      const { p, join } = await fresh();
+      const l = lesson();
+      await p.heartbeat('na', T);
+      await p.heartbeat('nb', T);
+      await join(l, 'x', 'ann', T, 'na');
+      await join(l, 'y', 'bob', T, 'nb');
+      await p.heartbeat('na', T + 3000);
+      await p.heartbeat('nb', T + 3000);
+      // nb has a silent socket: it vouches for its sockets only up to T + 1.5 s (and does not claim the flush)
+      expect((await p.tick([l], T + 4000, { node: 'nb', until: [T + 1500] }))[0]).toMatchObject({ due: true, safeUntil: T + 1500 });
+      // na claims the next flush: nb's word still holds (until nb ticks again)
+      const [r] = await p.tick([l], T + 9000, { node: 'na', until: [T + 9000] });
+      expect(r).toMatchObject({ due: true, safeUntil: T + 1500 });
+      // nb's socket closed late, dated T + 1.5 s: nb has nobody left, so its word no longer counts
+      await p.leave(l, 'y', T + 10_000, T + 1500);
+      await p.heartbeat('na', T + 12_000);
+      expect((await p.tick([l], T + 15_000, { node: 'na', until: [T + 14_000] }))[0]).toMatchObject({ due: true, safeUntil: T + 14_000 });
+      // a lesson is forgotten with what was vouched for it
+      const forgotten = lesson();
+      await join(forgotten, 'z', 'cat', T, 'na');
+      await p.tick([forgotten], T + 1000, { node: 'na', until: [T + 500] });
+      await p.leave(forgotten, 'z', T + 2000);
+      await join(forgotten, 'w', 'dan', T + 3000, 'na');
+      expect((await p.tick([forgotten], T + 9000))[0]).toMatchObject({ due: true, safeUntil: T + 9000 });
+    });
+
     it('leaves a node alone that renewed its lease in time, and tells a node whose lease was lost', async () => {
       const { p } = await fresh();
       const node = `n-${randomBase62(4)}`;

@@ -88,6 +88,23 @@ export class TestClient {
     ]);
   }
 
+  /**
+   * Pings the gateway and waits for its pong: a sign of life at the gateway's clock now. A test
+   * that moves the clock past a keepalive cycle and flushes calls it for the clients that would
+   * have answered the gateway's pings meanwhile (a flush charges no further than one cycle after
+   * a socket's last sign of life: realtime/metering/Certainty.ts).
+   */
+  alive(timeoutMs = 5000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('timed out waiting for a pong')), timeoutMs);
+      this.ws.once('pong', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      this.ws.ping();
+    });
+  }
+
   close(): Promise<number> {
     if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(1000);
     return this.closed;
