@@ -331,6 +331,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     // The features' welcome contributions are the connection's own (chat history, media states,
     // ICE servers, a removal re-check): they are read while the lesson opens, not after it.
     const welcome = this.featureWelcome(conn);
+    // Presence registers only once the lesson is open here (the board loaded): registering while it
+    // loads would save one Redis round trip per first arrival, but two arrivals whose board then
+    // fails to load would start a session, end it at zero length and send lesson.started (tested in
+    // gateway.unit.test.ts; issue 16 point 3 was weighed against this).
     try {
       await lesson.ready;
     } catch {

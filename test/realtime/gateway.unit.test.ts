@@ -184,6 +184,35 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await gw.close();
   });
 
+  it('closes arrivals whose lesson could not open (unavailable) before presence counts them: no session, no lesson.started', async () => {
+    const broken: GatewayFeature = {
+      name: 'broken-board',
+      onLessonOpen: async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        throw new Error('board unavailable');
+      },
+    };
+    const gw = new Gateway(deps, { presence, redis, features: [broken], nodeId: 'unit-broken' });
+    await gw.start({ timers: false });
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = new FakeSocket(gw);
+    a.conn = gw.open(a, ann, '127.0.0.1');
+    const b = new FakeSocket(gw);
+    b.conn = gw.open(b, bob, '127.0.0.1');
+    await gw.idle();
+    expect([a.closedWith, b.closedWith]).toEqual([4503, 4503]);
+    expect(a.of('welcome')).toEqual([]);
+    expect((await presence.people(f.lesson.id)).count).toBe(0);
+    // presence registers an arrival only once its lesson is open here: two people whose board
+    // could not load start no session (it would end as a zero-length one with a lesson.started)
+    clock.advance(60_000);
+    await gw.maintenance.flush();
+    await gw.idle();
+    expect(await sessionsOf(deps.sql, f.lesson.id)).toEqual([]);
+    expect((await lessonRow(deps.sql, f.lesson.id)).billed_seconds).toBe(0);
+    await gw.close();
+  });
+
   it('relays between two nodes through the one lesson channel: a frame for everyone, a frame for one person, a close', async () => {
     const n1 = await newGateway('unit-c1');
     const n2 = await newGateway('unit-c2');
