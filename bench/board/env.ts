@@ -72,7 +72,7 @@ export async function browserBench(kind: string) {
       before?.(page);
       await page.goto(url);
       await page.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
-      await page.locator('[data-testid=board]').waitFor();
+      await page.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 30_000 });
       return page;
     },
     async close() {

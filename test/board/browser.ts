@@ -80,6 +80,8 @@ export async function startPageStack(env: Record<string, string> = {}): Promise<
       await page.goto(url);
       await page.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
       await page.locator('[data-testid=board] canvas').first().waitFor({ timeout: 30_000 });
+      // a person can draw once the board is loaded (before, the page shows it loading)
+      await page.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 30_000 });
       return page;
     },
     async teacherAndStudent(mode, subject) {

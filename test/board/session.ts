@@ -49,16 +49,18 @@ export async function startSession() {
   }
 
   /** Opens a link in its own browser context; resolves once the page is connected. Console errors are collected. */
-  async function open(url: string, before?: (page: Page) => void): Promise<Page & { errors: string[] }> {
+  /** Opens the page and waits until the board is loaded (a person can draw), or only connected with `loaded: false`. */
+  async function open(url: string, before?: (page: Page) => void | Promise<void>, opts: { loaded?: boolean } = {}): Promise<Page & { errors: string[] }> {
     const ctx = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
     const page = (await ctx.newPage()) as Page & { errors: string[] };
     page.errors = [];
     page.on('pageerror', (e) => page.errors.push(String(e)));
     page.on('dialog', (d) => void d.accept());
-    before?.(page);
+    await before?.(page);
     await page.goto(url);
     await page.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
     await page.locator('[data-testid=board]').waitFor();
+    if (opts.loaded !== false) await page.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 20_000 });
     return page;
   }
 

@@ -58,6 +58,48 @@ describe('the board in two browsers', () => {
     await b.context().close();
   }, 180_000);
 
+  it('lets nobody draw before the board is there: the page shows it loading, and the first stroke after it is kept', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const b = await s.open(student.url);
+    await drawRect(b, [420, 480], [150, 80]);
+    await expect.poll(async () => (await s.snapshot(lesson.id)).elements.length, { timeout: 10_000 }).toBe(1);
+    await b.context().close();
+    // the teacher's page gets its first board.state only when the test lets it through
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const a = await s.open(
+      teacher.url,
+      (pg) =>
+        pg.routeWebSocket(/\/ws/, (ws) => {
+          const server = ws.connectToServer();
+          ws.onMessage((m) => server.send(m));
+          let first = true;
+          server.onMessage((m) => {
+            if (first && String(m).includes('"type":"board.state"')) {
+              first = false;
+              void held.then(() => ws.send(m));
+            } else ws.send(m);
+          });
+        }),
+      { loaded: false },
+    );
+    await a.locator('[data-testid=board] canvas').first().waitFor();
+    await expect(a.getByRole('status').filter({ hasText: 'Loading the board' }).isVisible()).resolves.toBe(true);
+    await a.screenshot({ path: path.join(ARTIFACTS, 'sync-board-loading.png') });
+    // a stroke tried now draws nothing (it could not be kept: the editor's start-up and the board replace the scene)
+    await drawStroke(a, [320, 300], 100, 8);
+    expect(await shown(a)).toBe(0);
+    release();
+    await a.locator('[data-testid=board][data-loaded=true]').waitFor();
+    expect(await a.getByRole('status').filter({ hasText: 'Loading the board' }).count()).toBe(0);
+    await showsExactly(a, 1);
+    await drawStroke(a, [320, 300], 100, 8);
+    await showsExactly(a, 2);
+    await expect.poll(async () => (await s.snapshot(lesson.id)).elements.map((e) => e.type).sort(), { timeout: 10_000 }).toEqual(['freehand', 'rectangle']);
+    expect(a.errors).toEqual([]);
+    await a.context().close();
+  }, 60_000);
+
   it('shows the board within 2 s after each of 10 reloads, and to a late joiner', async () => {
     const { lesson, teacher, student } = await s.lesson();
     const a = await s.open(teacher.url);
@@ -73,6 +115,8 @@ describe('the board in two browsers', () => {
     await a.keyboard.press('Escape');
     await a.locator('textarea.excalidraw-wysiwyg').waitFor({ state: 'detached' });
     await expect.poll(async () => (await s.snapshot(lesson.id)).elements.length, { timeout: 10_000 }).toBe(5);
+    // the teacher's editor measures its text again once its fonts load (an edit of its own): after that
+    await a.evaluate(() => document.fonts.ready.then(() => new Promise((r) => setTimeout(r, 500))));
     const ids = (await snapshotByPage(lesson.id)).get('page-1')!;
     const seq = (await s.snapshot(lesson.id)).seq;
     // the late joiner; loading the board is never an edit: its page sends no operation

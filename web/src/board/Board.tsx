@@ -121,7 +121,7 @@ export function Board(props: {
           submit={submit}
         />
       )}
-      <div className="board-canvas" data-testid="board" data-elements={live.length} data-ids={live.map((e) => e.id).join(' ')} data-seq={view?.seq ?? 0}>
+      <div className="board-canvas" data-testid="board" data-loaded={view ? 'true' : 'false'} data-elements={live.length} data-ids={live.map((e) => e.id).join(' ')} data-seq={view?.seq ?? 0}>
         <Excalidraw
           excalidrawAPI={(api) => (apiRef.current = api)}
           onChange={onChange as never}
@@ -134,6 +134,14 @@ export function Board(props: {
           <BoardMenu />
         </Excalidraw>
         <Overlays elements={sceneEls} view={viewport} />
+        {/* Until the board is here nothing can be drawn: the editor's own start-up replaces its scene
+            once (a stroke drawn in the first second after the page appeared was lost), and the first
+            board.state is what the person draws on. */}
+        {!view && (
+          <div className="board-loading" data-testid="board-loading" role="status">
+            Loading the board…
+          </div>
+        )}
       </div>
     </div>
   );
