@@ -58,6 +58,8 @@ const noMetrics: GatewayMetrics = {
   closed() {},
   meterFlushed() {},
   call() {},
+  upgradeRefused() {},
+  connectionCap() {},
 };
 
 /**

@@ -3,6 +3,7 @@ import uWS from 'uWebSockets.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import { checkReadiness } from '../src/lib/readiness.js';
 import { refusals, type LinkCheck, type Refusal } from './admission/Admission.js';
+import { chooseCap, ConnectionCap, readProcLimits } from './admission/ConnectionCap.js';
 import type { ClientConnection, SocketLike } from './ClientConnection.js';
 import type { HttpReply } from './features/api.js';
 import type { Gateway } from './Gateway.js';
@@ -134,22 +135,30 @@ const STATUS: Record<number, string> = {
   503: '503 Service Unavailable',
 };
 
-/** Writes a reply; to a HEAD request the same status and headers, and the length of the body it would have had. */
-function reply(res: uWS.HttpResponse, r: HttpReply, head = false): void {
+/**
+ * Writes a reply; to a HEAD request the same status and headers, and the length of the body it
+ * would have had. `close`: end the connection after it (no keep-alive).
+ */
+function reply(res: uWS.HttpResponse, r: HttpReply, head = false, close = false): void {
   // uWS.js counts a response ended by endWithoutBody as unanswered and would abort the process when the handler returns
   if (head) res.onAborted(() => undefined);
   res.cork(() => {
     res.writeStatus(STATUS[r.status] ?? `${r.status} Status`);
     for (const [k, v] of Object.entries(r.headers ?? {})) res.writeHeader(k, v);
-    if (head) res.endWithoutBody(typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.byteLength);
-    else res.end(r.body);
+    if (head) res.endWithoutBody(typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.byteLength, close);
+    else res.end(r.body, close);
   });
 }
 
 /** Errors in the API's format: {"detail": {"code", "message"}}. */
-function refusalReply(r: Refusal): HttpReply {
-  return { status: r.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ detail: { code: r.code, message: r.message } }) };
+function refusalReply(r: Refusal, headers: Record<string, string> = {}): HttpReply {
+  return { status: r.status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ detail: { code: r.code, message: r.message } }) };
 }
+
+/** Seconds a client refused by a full node waits before it tries again (the load balancer meanwhile sees /readyz 503). */
+const FULL_RETRY_AFTER_S = 2;
+/** A full node's refusal: 503 `unavailable` with Retry-After, closing the connection so its descriptor is freed at once. */
+const fullReply = refusalReply(refusals.unavailable, { 'retry-after': String(FULL_RETRY_AFTER_S) });
 
 /** Answers an HTTP request from a promise, unless the client went away first. */
 function later(res: uWS.HttpResponse, work: () => Promise<HttpReply>, head = false): void {
@@ -185,6 +194,18 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
   let accepting = true;
   const idleTimeout = gw.timing.idleTimeoutS;
   const keepalive = new Keepalive(gw.timing.keepaliveCycleMs);
+  const capChoice = chooseCap(
+    config.GATEWAY_MAX_CONNECTIONS,
+    config.DATABASE_POOL_SIZE + config.DATABASE_READ_POOL_SIZE,
+    config.GATEWAY_MAX_CONNECTIONS > 0 ? undefined : readProcLimits(),
+  );
+  const cap = new ConnectionCap(capChoice.max);
+  gw.metrics.connectionCap(cap.max);
+  gw.log.info({ max_connections: cap.max, from: capChoice.from }, 'connection cap');
+  const refuse = (res: uWS.HttpResponse, r: Refusal, reason: string) => {
+    gw.metrics.upgradeRefused(reason);
+    reply(res, refusalReply(r));
+  };
   const topic = (lessonId: string) => `l/${lessonId}`;
 
   gw.useFanout({
@@ -213,6 +234,8 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       async () => {
         // draining: 503 at once, so the proxy's health check stops sending new arrivals here
         if (!accepting || gw.isDraining) return { status: 503, headers: { 'content-type': 'application/json' }, body: '{"ready":false,"draining":true}' };
+        // full (the connection cap): the same, until a socket here closes
+        if (cap.full) return { status: 503, headers: { 'content-type': 'application/json' }, body: '{"ready":false,"full":true}' };
         const r = await checkReadiness(gw.deps);
         return { status: r.ready ? 200 : 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) };
       },
@@ -297,14 +320,26 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       const origin = req.getHeader('origin') || undefined;
       const connection = req.getHeader('connection');
       const ip = clientIp(res, req.getHeader('x-forwarded-for'), config.GATEWAY_TRUST_PROXY);
-      if (!isUpgradeHandshake(connection)) return reply(res, refusalReply(notAHandshake));
-      if (!accepting || gw.isDraining) return reply(res, refusalReply(refusals.unavailable));
-      if (!admission.originAllowed(origin)) return reply(res, refusalReply(refusals.origin));
-      if (!admission.reserveIp(ip)) return reply(res, refusalReply(refusals.perIp));
+      if (!isUpgradeHandshake(connection)) return refuse(res, notAHandshake, 'not_handshake');
+      if (!accepting || gw.isDraining) return refuse(res, refusals.unavailable, 'draining');
+      // before anything that costs: a full node refuses at once and frees the descriptor
+      if (!cap.take()) {
+        gw.metrics.upgradeRefused('full');
+        return reply(res, fullReply, false, true);
+      }
+      if (!admission.originAllowed(origin)) {
+        cap.release();
+        return refuse(res, refusals.origin, 'origin');
+      }
+      if (!admission.reserveIp(ip)) {
+        cap.release();
+        return refuse(res, refusals.perIp, 'per_ip');
+      }
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
         admission.releaseIp(ip);
+        cap.release();
       });
       const t0 = performance.now();
       checkLink(token).then(
@@ -313,7 +348,8 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
           if (aborted) return;
           if (!check.ok || !accepting || gw.isDraining) {
             admission.releaseIp(ip);
-            return reply(res, refusalReply(check.ok ? refusals.unavailable : check));
+            cap.release();
+            return check.ok ? refuse(res, refusals.unavailable, 'draining') : refuse(res, check, check.code);
           }
           upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip, upgradeAt: t0 }, key, protocol, extensions, context));
         },
@@ -321,7 +357,8 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
           gw.log.warn({ err: (err as Error).message }, 'link check failed');
           if (aborted) return;
           admission.releaseIp(ip);
-          reply(res, refusalReply(refusals.unavailable));
+          cap.release();
+          refuse(res, refusals.unavailable, 'unavailable');
         },
       );
     },
@@ -365,6 +402,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         late = code === 1006 && performance.now() - ud.socket.rxAt > keepalive.liveSilenceMs;
       }
       admission.releaseIp(ud.ip);
+      cap.release();
       if (ud.conn) gw.closed(ud.conn, late, code);
     },
   });

@@ -41,6 +41,8 @@ export const ConfigSchema = z.object({
   GATEWAY_MESSAGES_PER_SECOND: z.coerce.number().positive().default(50),
   GATEWAY_MESSAGE_BURST: z.coerce.number().int().positive().default(100),
   GATEWAY_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(256),
+  /** sockets (open or upgrading) this node holds; past it upgrades get 503 and /readyz 503. 0: the soft descriptor limit less the Postgres pools and 64 (realtime/admission/ConnectionCap.ts) */
+  GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0),
   /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
   GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
   /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */

@@ -31,8 +31,13 @@ import { checkSocketIo } from '../peers/socketioCheck.js';
  *   npm run loadtest -- --connections 20000 --lessons 1000 --cursor-rate 5000
  *   npm run loadtest -- --connections 100000 --gateways 6 --target gateway
  *
+ * --target: gateway, ws, uws, sio, both (gateway and ws), all (the four), or a
+ * comma list (`--target gateway,uws`). The gateways take GATEWAY_MAX_CONNECTIONS
+ * (and any other setting) from the environment.
+ *
  * Prints, in total and per node: connections held (after the joins and again
- * after the idle hold), unexpected closes (1006 apart), join latency (upgrade
+ * after the idle hold), unexpected closes (1006 apart), upgrades refused with
+ * 503 (a full node: the connection cap), join latency (upgrade
  * request to welcome) p50/p99, cursor fan-out latency p50/p99, server RSS and
  * bytes per connection (the RSS grown while the connections joined / the
  * connections held), CPU seconds (total and per 1,000 cursor messages, raw and
@@ -64,7 +69,7 @@ const { values: a } = parseArgs({
     spread: { type: 'string', default: 'lesson' },
     workers: { type: 'string' },
     partners: { type: 'string', default: '10' },
-    target: { type: 'string', default: 'both' }, // gateway | ws | uws | sio | both (gateway + ws) | all (the four)
+    target: { type: 'string', default: 'both' }, // gateway | ws | uws | sio | both (gateway + ws) | all (the four) | a comma list (gateway,uws)
     'per-address': { type: 'string', default: '200' },
     'keep-db': { type: 'boolean', default: false },
     // seconds of holding every connection with no traffic, to measure the server's idle CPU rate
@@ -409,6 +414,18 @@ function next(proc: ChildProcess, ev: string): Promise<any> {
 
 // ---- main -------------------------------------------------------------------
 
+const TARGETS: readonly Target[] = ['gateway', 'ws', 'uws', 'sio'];
+
+/** `--target`: one name, `both` (gateway, ws), `all` (the four), or a comma list of names (`gateway,uws`), run in the order given. */
+function parseTargets(arg: string): Target[] {
+  if (arg === 'all') return [...TARGETS];
+  if (arg === 'both') return ['gateway', 'ws'];
+  const names = arg.split(',').map((t) => t.trim()).filter(Boolean);
+  const bad = names.filter((t) => !TARGETS.includes(t as Target));
+  if (names.length === 0 || bad.length > 0) throw new Error(`--target must be ${TARGETS.join(', ')}, both, all or a comma list of the four (got ${JSON.stringify(arg)})`);
+  return [...new Set(names)] as Target[];
+}
+
 async function cleanup(): Promise<void> {
   for (const c of children) c.kill('SIGKILL');
   const r = new Redis(REDIS_URL);
@@ -431,8 +448,7 @@ async function cleanup(): Promise<void> {
 try {
   const load = loadavg().map((x) => x.toFixed(2)).join(' ');
   log(`${N} connections over ${M} lessons, ${G} node(s) per target (spread by ${SPREAD}), ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; load average at start ${load}; ulimit -n ${FD_LIMIT}`);
-  const targets = ({ gateway: ['gateway'], ws: ['ws'], uws: ['uws'], sio: ['sio'], both: ['gateway', 'ws'], all: ['gateway', 'ws', 'uws', 'sio'] } as Record<string, Target[]>)[a.target!];
-  if (!targets) throw new Error(`--target must be gateway, ws, uws, sio, both or all`);
+  const targets = parseTargets(a.target!);
   if (!['lesson', 'connection'].includes(SPREAD)) throw new Error('--spread must be lesson or connection');
   checkDescriptors(targets);
   await migrate(dbUrl);

@@ -9,7 +9,7 @@ export interface NodeResult {
   join: Histogram;
   /** cursor fan-out, by the receiver's node */
   fan: Histogram;
-  /** unexpected closes (`closed:<code>`), socket errors, refused upgrades, error frames */
+  /** unexpected closes (`closed:<code>`), socket errors, refused upgrades (`upgrade:<status>`), error frames */
   errors: Record<string, number>;
   /** RSS before the measured joins (after the warm-up), holding every connection (at the end of the idle hold), and the peak */
   rssBeforeMb: number;
@@ -39,15 +39,21 @@ const MB = 1024 * 1024;
 const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
 const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
-/** Closes the server did not ask for with a close frame (1006: the TCP connection just ended) and every other unexpected end. */
-function closes(errors: Record<string, number>): { abnormal: number; other: number } {
+/**
+ * Closes the server did not ask for with a close frame (1006: the TCP connection just ended),
+ * upgrades refused with 503 (a full node: the connection cap, or a draining one), and every other
+ * unexpected end (other close codes, socket errors, upgrades refused with another status).
+ */
+function closes(errors: Record<string, number>): { abnormal: number; refused503: number; other: number } {
   let abnormal = 0;
+  let refused503 = 0;
   let other = 0;
   for (const [k, v] of Object.entries(errors)) {
     if (k.startsWith('closed:1006')) abnormal += v;
+    else if (k === 'upgrade:503') refused503 += v;
     else if (k.startsWith('closed:') || k.startsWith('socket error') || k.startsWith('upgrade:')) other += v;
   }
-  return { abnormal, other };
+  return { abnormal, refused503, other };
 }
 
 /** The figures of a set of nodes taken together (one node, or the whole fleet). */
@@ -102,7 +108,8 @@ export function printReport(results: Result[], p: RunParams): void {
   const total = new Map(results.map((r) => [r.target, figures(r.nodes, r.sent)]));
   const rows: [string, (r: Result, f: Figures) => string][] = [
     ['connections held after the joins / after the idle hold', (_, f) => `${f.held} / ${f.heldAfterIdle} of ${p.N}`],
-    ['unexpected closes: 1006 / other (closes, socket errors, refused upgrades)', (_, f) => `${f.abnormal} / ${f.other}`],
+    ['unexpected closes: 1006 / other (closes, socket errors, upgrades refused with another status)', (_, f) => `${f.abnormal} / ${f.other}`],
+    ['upgrades refused with 503 (a full node: the connection cap)', (r, f) => (r.nodes.length > 1 ? `${f.refused503} (per node ${r.nodes.map((n) => closes(n.errors).refused503).join(', ')})` : `${f.refused503}`)],
     ['join latency p50 / p99 (ms)', (_, f) => `${fmt(f.joinP50)} / ${fmt(f.joinP99)}`],
     ['join latency, cold: the warm-up joins, p50 / p99 (ms)', (r) => `${fmt(r.coldJoinP50)} / ${fmt(r.coldJoinP99)}`],
     ['cursor fan-out p50 / p99 (ms)', (_, f) => `${fmt(f.fanoutP50)} / ${fmt(f.fanoutP99)}`],
@@ -127,10 +134,10 @@ export function printReport(results: Result[], p: RunParams): void {
 
   if (p.G > 1) {
     for (const r of results) {
-      out.push('', `${r.target}, per node:`, '', '| node | held / after idle | 1006 / other | join p50 / p99 (ms) | fan-out p99 (ms) | RSS before / holding (MB) | bytes per connection | CPU s cursor phase | idle core |', '|---|---|---|---|---|---|---|---|---|');
+      out.push('', `${r.target}, per node:`, '', '| node | held / after idle | 1006 / refused 503 / other | join p50 / p99 (ms) | fan-out p99 (ms) | RSS before / holding (MB) | bytes per connection | CPU s cursor phase | idle core |', '|---|---|---|---|---|---|---|---|---|');
       r.nodes.forEach((n, i) => {
         const f = figures([n], r.sent);
-        out.push(`| ${i} | ${f.held} / ${f.heldAfterIdle} | ${f.abnormal} / ${f.other} | ${fmt(f.joinP50)} / ${fmt(f.joinP99)} | ${fmt(f.fanoutP99)} | ${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} | ${fmt(f.bytesPerConnection, 0)} | ${fmt(f.cpuCursorSeconds)} | ${fmt(f.idleCpuPerSecond, 3)} |`);
+        out.push(`| ${i} | ${f.held} / ${f.heldAfterIdle} | ${f.abnormal} / ${f.refused503} / ${f.other} | ${fmt(f.joinP50)} / ${fmt(f.joinP99)} | ${fmt(f.fanoutP99)} | ${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} | ${fmt(f.bytesPerConnection, 0)} | ${fmt(f.cpuCursorSeconds)} | ${fmt(f.idleCpuPerSecond, 3)} |`);
       });
     }
   }

@@ -28,6 +28,8 @@ interface Conn {
   welcomeAt?: number;
   closeAt?: number;
   closing: boolean;
+  /** the server answered the upgrade with an HTTP status (503: a full node) instead of 101 */
+  refused?: boolean;
 }
 
 let init: Init;
@@ -73,8 +75,18 @@ function open(lesson: number, url: string, node: number, addr: string): Conn {
       err(node, `error:${m.code}`);
     }
   });
-  c.ws.on('unexpected-response', (_req, res) => err(node, `upgrade:${res.statusCode}`));
-  c.ws.on('error', (e: NodeJS.ErrnoException) => err(node, `socket error${e.code ? ` ${e.code}` : ''}`));
+  // a refused upgrade is counted once, by its status, and ended here (ws leaves it to the listener):
+  // nothing that follows (the request's end, an error, a close) is an unexpected close
+  c.ws.on('unexpected-response', (req, res) => {
+    c.refused = true;
+    c.closing = true;
+    err(node, `upgrade:${res.statusCode}`);
+    res.resume();
+    req.destroy();
+  });
+  c.ws.on('error', (e: NodeJS.ErrnoException) => {
+    if (!c.refused) err(node, `socket error${e.code ? ` ${e.code}` : ''}`);
+  });
   c.ws.on('close', (code) => {
     if (!c.closing) err(node, `closed:${code}${c.welcomeAt === undefined ? ' before welcome' : ''}`);
   });
@@ -111,7 +123,7 @@ async function join(): Promise<void> {
     byLesson[lesson].push(c);
   });
   const deadline = performance.now() + 30_000;
-  while (conns.some((c) => c.welcomeAt === undefined && c.ws.readyState <= WebSocket.OPEN) && performance.now() < deadline) {
+  while (conns.some((c) => c.welcomeAt === undefined && !c.refused && c.ws.readyState <= WebSocket.OPEN) && performance.now() < deadline) {
     await new Promise((r) => setTimeout(r, 50));
   }
   const held = new Array<number>(init.nodeCount).fill(0);

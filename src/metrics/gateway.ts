@@ -43,7 +43,14 @@ export interface GatewayMetrics {
   meterFlushed(at?: number): void;
   /** one Redis or Postgres call took `ms` (`op`: a short fixed lowercase name, e.g. `presence.join`, `meter.flush`) */
   call(store: 'redis' | 'postgres', op: string, ms: number): void;
+  /** an upgrade was refused (`reason`: a short fixed name, UPGRADE_REFUSALS or a feature's refusal code) */
+  upgradeRefused(reason: string): void;
+  /** the node's connection cap (GATEWAY_MAX_CONNECTIONS or the automatic one), set at start */
+  connectionCap(max: number): void;
 }
+
+/** Why the gateway refused an upgrade: the `reason` label of `lessons_gateway_upgrades_refused_total` (docs/operations.md). */
+export const UPGRADE_REFUSALS = ['full', 'draining', 'not_handshake', 'origin', 'per_ip', 'unauthorized', 'archived', 'unavailable'] as const;
 
 /**
  * A histogram without labels kept in a Float64Array: observe() allocates nothing (prom-client's
@@ -167,6 +174,17 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
   );
   registry.registerMetric(fanOut as unknown as Parameters<Registry['registerMetric']>[0]);
   const closes = new Counter({ name: `${METRIC_PREFIX}gateway_closes_total`, help: 'Sockets closed, by WebSocket close code (docs/protocol.md).', labelNames: ['code'] as const, registers: [registry] });
+  let cap = 0;
+  readOnScrape('gateway_connection_cap', 'Sockets (open or upgrading) this gateway holds at most; past it upgrades get 503 and /readyz 503.', () => cap);
+  const refusalReason = boundedLabel(24);
+  const refused = new Counter({
+    name: `${METRIC_PREFIX}gateway_upgrades_refused_total`,
+    help: 'WebSocket upgrades refused, by reason (full: the connection cap; docs/protocol.md, "The upgrade").',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  // every known reason reads 0 from the start, so rate() and alerts see the series before the first refusal
+  for (const r of UPGRADE_REFUSALS) refused.labels(refusalReason(r)).inc(0);
   const calls = new Histogram({
     name: `${METRIC_PREFIX}gateway_store_call_duration_seconds`,
     help: 'Redis and Postgres calls made by the gateway, by store and operation.',
@@ -206,6 +224,12 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     },
     call(store, op, ms) {
       calls.labels(store, callOp(op)).observe(ms / 1000);
+    },
+    upgradeRefused(reason) {
+      refused.labels(refusalReason(reason)).inc();
+    },
+    connectionCap(max) {
+      cap = max;
     },
   };
 }

@@ -44,6 +44,22 @@ describe('gatewayMetrics', () => {
     expect((await registry.getMetricsAsJSON()).find((f) => f.name === 'lessons_gateway_meter_flush_lag_seconds')!.values[0].value).toBe(1.5);
   });
 
+  it('counts refused upgrades by reason (every known reason exported at 0 from the start) and exports the connection cap', async () => {
+    const registry = createRegistry();
+    const m = gatewayMetrics(registry);
+    m.connectionCap(19_923);
+    m.upgradeRefused('full');
+    m.upgradeRefused('full');
+    m.upgradeRefused('removed');
+    m.upgradeRefused('Not A Reason');
+    const text = await registry.metrics();
+    expect(text).toContain('lessons_gateway_connection_cap 19923');
+    expect(text).toContain('lessons_gateway_upgrades_refused_total{reason="full"} 2');
+    expect(text).toContain('lessons_gateway_upgrades_refused_total{reason="per_ip"} 0');
+    expect(text).toContain('lessons_gateway_upgrades_refused_total{reason="removed"} 1');
+    expect(text).toContain('lessons_gateway_upgrades_refused_total{reason="other"} 1');
+  });
+
   it('bounds open label sets: message types past the limit, and values that look like ids or tokens, become "other"', () => {
     const label = boundedLabel(3);
     expect(['a', 'b', 'a', 'c', 'd', 'b'].map(label)).toEqual(['a', 'b', 'a', 'c', 'other', 'b']);

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { DESCRIPTOR_RESERVE, softOpenFilesLimit } from '../../realtime/admission/ConnectionCap.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { freePort } from '../helpers/net.js';
@@ -150,7 +152,13 @@ describe('metrics', () => {
       'lessons_gateway_sessions_running',
       'lessons_gateway_meter_flush_lag_seconds',
       'lessons_gateway_store_call_duration_seconds',
+      'lessons_gateway_upgrades_refused_total',
+      'lessons_gateway_connection_cap',
     ]) expect(fams, f).toContain(f);
+    // the automatic cap (GATEWAY_MAX_CONNECTIONS=0): below the descriptor limit this process was started with
+    const soft = softOpenFilesLimit(readFileSync('/proc/self/limits', 'utf8'));
+    if (soft !== undefined) expect(value(first.samples, 'lessons_gateway_connection_cap')).toBeLessThanOrEqual(soft - DESCRIPTOR_RESERVE);
+    expect(value(first.samples, 'lessons_gateway_connection_cap')).toBeGreaterThan(0);
     expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).not.toBe(200);
     for (let i = 0; i < 50; i++) await (await fetch(`http://127.0.0.1:${port}/embed/not-a-token-${i}`)).text();
     await new Promise((r) => setTimeout(r, 200));
