@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const shared = { pool: 'forks', testTimeout: 30_000, hookTimeout: 60_000 } as const;
 
@@ -6,7 +6,8 @@ const shared = { pool: 'forks', testTimeout: 30_000, hookTimeout: 60_000 } as co
  * The suites that run a second time against a local 3-master Redis Cluster
  * (test/helpers/redisCluster.ts, started once by test/globalSetup.cluster.ts):
  * presence and metering decided by the Lua scripts, several nodes over the bus,
- * dead nodes reaped, the per-key rate limit. `npx vitest run --project default`
+ * dead nodes reaped, the per-key rate limit; and the files named `.cluster.test.ts`,
+ * what only a cluster shows. `npx vitest run --project default`
  * skips them (and the cluster).
  */
 export const CLUSTER_SUITES = [
@@ -15,6 +16,8 @@ export const CLUSTER_SUITES = [
   'test/realtime/multinode*.test.ts',
   'test/realtime/deadNode*.test.ts',
   'test/api/rateLimit.test.ts',
+  // what only a cluster shows (skipped by the default project)
+  'test/**/*.cluster.test.ts',
 ];
 
 export default defineConfig({
@@ -22,7 +25,7 @@ export default defineConfig({
     reporters: ['default', './test/reporters/summary.ts'],
     projects: [
       {
-        test: { ...shared, name: 'default', include: ['test/**/*.test.ts'], globalSetup: ['test/globalSetup.ts'] },
+        test: { ...shared, name: 'default', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/**/*.cluster.test.ts'], globalSetup: ['test/globalSetup.ts'] },
       },
       {
         test: {
