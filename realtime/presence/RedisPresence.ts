@@ -84,7 +84,7 @@ export class RedisPresence implements Presence {
     const r = redis as unknown as Record<string, ScriptRunner>;
     this.run = {} as Record<keyof typeof SCRIPTS, ScriptRunner>;
     for (const [name, source] of Object.entries(SCRIPTS) as [keyof typeof SCRIPTS, string][]) {
-      if (typeof r[name] !== 'function') redis.defineCommand(name, { numberOfKeys: 1, lua: source });
+      if (typeof r[name] !== 'function') redis.defineCommand(name, { numberOfKeys: 1, lua: this.source(source) });
       const call: ScriptRunner = (root, ...args) => r[name].call(redis, root, ...args);
       this.run[name] = !this.cluster
         ? call
@@ -123,7 +123,16 @@ export class RedisPresence implements Presence {
 
   /** Loads the scripts into Redis, so the first arrivals do not each pay a NOSCRIPT round trip. */
   async warmUp(): Promise<void> {
-    await Promise.all(masters(this.redis).flatMap((m) => Object.values(SCRIPTS).map((source) => m.script('LOAD', source))));
+    await Promise.all(masters(this.redis).flatMap((m) => Object.values(SCRIPTS).map((source) => m.script('LOAD', this.source(source)))));
+  }
+
+  /**
+   * On a cluster the scripts carry `#!lua` (Redis 7 script flags, none): Redis then refuses a call
+   * that touches keys of two slots, even on one master, so every call is proven to stay in one slot
+   * (a script without it may, for compatibility). A single Redis runs them as before (Redis 6 too).
+   */
+  private source(lua: string): string {
+    return this.cluster ? `#!lua${lua}` : lua;
   }
 
   /** The slot tag of a lesson's keys ('' on a single Redis). */

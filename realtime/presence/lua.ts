@@ -81,9 +81,7 @@ export const METER_FIELDS = [
   'gone', // latest departure, reported while rebuilding, of a connection Redis had lost ('' none)
 ] as const;
 
-// `#!lua` (Redis 7 script flags, none): on a cluster Redis then refuses a script that touches
-// keys of two slots, even on one master, so every call is proven to stay in one slot.
-const LIB = `#!lua
+const LIB = `
 local root, tag = string.match(KEYS[1], '^(.-)(%b{})$')
 if not root then root = KEYS[1]; tag = '' end
 local FIELDS = {${METER_FIELDS.map((f) => `'${f}'`).join(',')}}
