@@ -123,6 +123,14 @@ export class RedisPresence implements Presence {
 
   /** Loads the scripts into Redis, so the first arrivals do not each pay a NOSCRIPT round trip. */
   async warmUp(): Promise<void> {
+    const redis = this.redis;
+    if (isCluster(redis) && redis.status !== 'ready') {
+      // a cluster knows its masters once it has read the slots
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 5_000);
+        redis.once('ready', () => (clearTimeout(t), resolve()));
+      });
+    }
     await Promise.all(masters(this.redis).flatMap((m) => Object.values(SCRIPTS).map((source) => m.script('LOAD', this.source(source)))));
   }
 
