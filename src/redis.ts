@@ -24,7 +24,7 @@ export function parseClusterNodes(list: string): { host: string; port: number }[
       const i = s.lastIndexOf(':');
       const port = Number(s.slice(i + 1));
       if (i <= 0 || !Number.isInteger(port) || port <= 0) throw new Error(`REDIS_CLUSTER_NODES: "${s}" is not host:port`);
-      return { host: s.slice(0, i), port };
+      return { host: s.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port };
     });
 }
 
