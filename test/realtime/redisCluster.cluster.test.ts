@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { isCluster, keySlot, masters, type SingleRedis } from '../../src/redis.js';
+import { isCluster, keySlot, masters, slotTag, type SingleRedis } from '../../src/redis.js';
 import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import { renewMs } from '../../src/metering/rules.js';
 import { makeDeps } from '../helpers/deps.js';
@@ -35,6 +35,10 @@ describe('on a Redis Cluster', () => {
     expect(isCluster(deps.redis)).toBe(true);
     await deps.redis.ping();
     expect(masters(deps.redis)).toHaveLength(3);
+  });
+
+  it('has a hash tag for every slot (the slot epochs and node sets of a lesson go in its slot)', () => {
+    for (let slot = 0; slot < 16384; slot++) expect(keySlot(`gw:epoch${slotTag(slot)}`)).toBe(slot);
   });
 
   it("keeps each lesson's keys in one slot, and spreads lessons over the masters", async () => {
