@@ -1,4 +1,4 @@
-import { isCluster, keySlot, masters, slotTag, type Redis } from '../../src/redis.js';
+import { isCluster, keySlot, masters, slotTag, type Cluster, type Redis } from '../../src/redis.js';
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { PARTICIPANT_JOINED_WINDOW_MS, rebuildMs, renewMs } from '../../src/metering/rules.js';
 import * as lua from './lua.js';
@@ -110,11 +110,28 @@ export class RedisPresence implements Presence {
     return (this.initializing ??= (async () => {
       try {
         const value = String(now);
-        for (let s = 0; s < 16384; s += 2048) {
-          const batch: Promise<unknown>[] = [];
-          for (let slot = s; slot < s + 2048; slot++) batch.push(this.redis.set(`${this.root}epoch${slotTag(slot)}`, value, 'NX'));
-          await Promise.all(batch);
+        const key = (slot: number) => `${this.root}epoch${slotTag(slot)}`;
+        // one pipeline per master (a cluster pipeline may span the slots of one master)
+        const byMaster = new Map<string, number[]>();
+        const slots = (this.redis as Cluster).slots;
+        for (let slot = 0; slot < 16384; slot++) {
+          const node = slots[slot]?.[0] ?? '';
+          let list = byMaster.get(node);
+          if (!list) byMaster.set(node, (list = []));
+          list.push(slot);
         }
+        await Promise.all(
+          [...byMaster].map(async ([node, list]) => {
+            if (node) {
+              const pipe = this.redis.pipeline();
+              for (const slot of list) pipe.set(key(slot), value, 'NX');
+              const res = await pipe.exec().catch(() => null);
+              if (res && res.every(([err]) => !err)) return;
+            }
+            // slots not known yet, or moving: one command each
+            for (let i = 0; i < list.length; i += 1024) await Promise.all(list.slice(i, i + 1024).map((slot) => this.redis.set(key(slot), value, 'NX')));
+          }),
+        );
       } finally {
         this.initializing = undefined;
       }

@@ -23,7 +23,7 @@ presenceSuite('Redis', (opts) => {
       // every master of a cluster (KEYS sees one node's keys); DEL through the prefixed client
       const prefix = deps.config.REDIS_KEY_PREFIX;
       for (const m of masters(deps.redis)) {
-        for (const k of await m.keys(`${prefix}${namespace}*`)) await deps.redis.del(k.slice(prefix.length));
+        await Promise.all((await m.keys(`${prefix}${namespace}*`)).map((k) => deps.redis.del(k.slice(prefix.length))));
       }
     },
   };
