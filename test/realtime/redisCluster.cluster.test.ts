@@ -104,6 +104,9 @@ describe('on a Redis Cluster', () => {
     const run = (p as unknown as { run: Record<string, (...a: (string | number)[]) => Promise<unknown[]>> }).run;
     const now = T + OPTS.leaseMs + 1000;
     const [at, ...tags] = (await run.gwReapClaim(`${namespace}{nodes}`, now, 'n1', 10_000)) as string[];
+    // while the reap is in progress a flush charges no further than the departures it will date (its lease is gone already)
+    expect(Number(at)).toBe(T + renewMs(OPTS.leaseMs));
+    expect((await p.tick([l], now))[0]).toMatchObject({ due: true, safeUntil: Number(at) });
     let answered = false;
     const hb = p.heartbeat('n1', now + 100).then((r) => ((answered = true), r));
     await new Promise((r) => setTimeout(r, 300));
