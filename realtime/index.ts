@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Redis } from '../src/redis.js';
+import { duplicateRedis, type Redis } from '../src/redis.js';
 import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
 import { Batcher } from '../src/lib/Batcher.js';
@@ -40,7 +40,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
   const timing = gatewayTiming(deps.config);
   // Our own connection with auto-pipelining: the commands of many joins in
   // one event-loop turn go out in one write.
-  const redis = deps.redis.duplicate({ enableAutoPipelining: true });
+  const redis = duplicateRedis(deps.redis, { enableAutoPipelining: true });
   redis.on('error', (err) => deps.log.warn({ err: err.message, component: 'gateway' }, 'redis error'));
   // the first arrival in a lesson Redis does not know reads its meter from Postgres; a burst shares one statement
   const metrics = options.metrics;

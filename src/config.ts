@@ -21,6 +21,8 @@ export const ConfigSchema = z.object({
   DATABASE_READ_POOL_SIZE: z.coerce.number().int().min(1).max(50).default(3),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
   REDIS_KEY_PREFIX: z.string().default('wb:'),
+  // host:port,host:port of a Redis Cluster (REDIS_URL is then unused); empty: the one Redis at REDIS_URL
+  REDIS_CLUSTER_NODES: z.string().regex(/^(?:[^,\s:/[\]]+|\[[0-9a-fA-F:]+\]):\d+(?:\s*,\s*(?:[^,\s:/[\]]+|\[[0-9a-fA-F:]+\]):\d+)*$/, 'a comma list of host:port').default(''),
   ROLES: csv.pipe(z.array(z.enum(ROLE_NAMES)).min(1)).default(['api', 'gateway', 'dispatcher']),
   HOST: z.string().default('0.0.0.0'),
   API_PORT: port.default(8080),

@@ -33,7 +33,7 @@ export function createDeps(
 ): Deps & { close: () => Promise<void> } {
   const sql = createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_SIZE });
   const readSql = createSql(config.DATABASE_URL, { max: config.DATABASE_READ_POOL_SIZE, name: READ_POOL_NAME });
-  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX, config.REDIS_CLUSTER_NODES);
   return {
     config,
     sql,

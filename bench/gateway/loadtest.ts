@@ -18,6 +18,7 @@ import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
 import { checkSocketIo } from '../peers/socketioCheck.js';
+import { startRedisCluster, type LocalRedisCluster } from '../../test/helpers/redisCluster.js';
 
 /**
  * Load test of the realtime gateway against baseline relays (`ws`, bare
@@ -30,6 +31,7 @@ import { checkSocketIo } from '../peers/socketioCheck.js';
  *
  *   npm run loadtest -- --connections 20000 --lessons 1000 --cursor-rate 5000
  *   npm run loadtest -- --connections 100000 --gateways 6 --target gateway
+ *   npm run loadtest -- --connections 2000 --gateways 2 --target gateway --redis-cluster
  *
  * --target: gateway, ws, uws, sio, both (gateway and ws), all (the four), or a
  * comma list (`--target gateway,uws`). The gateways take GATEWAY_MAX_CONNECTIONS
@@ -82,6 +84,8 @@ const { values: a } = parseArgs({
     'heap-dir': { type: 'string', default: path.join(tmpdir(), 'loadtest-heap') },
     // run even when a node gets more connections than a process can hold (to see what happens then)
     'over-limit': { type: 'boolean', default: false },
+    // the gateways (and the API) on a local 3-master Redis Cluster started for the run (the relays keep REDIS_URL)
+    'redis-cluster': { type: 'boolean', default: false },
   },
 });
 const N = Number(a.connections);
@@ -134,7 +138,7 @@ const pools = {
   DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? String(Math.max(2, Math.min(10, Math.floor(48 / G)))),
   DATABASE_READ_POOL_SIZE: process.env.DATABASE_READ_POOL_SIZE ?? '3',
 };
-const serviceEnv = {
+const serviceEnv: Record<string, string> = {
   DATABASE_URL: dbUrl,
   REDIS_URL,
   REDIS_KEY_PREFIX: PREFIX,
@@ -412,6 +416,22 @@ function next(proc: ChildProcess, ev: string): Promise<any> {
   });
 }
 
+// ---- --redis-cluster --------------------------------------------------------
+
+let redisCluster: LocalRedisCluster | undefined;
+
+/** Starts a local 3-master Redis Cluster (as the tests do) and points the gateways and the API at it. */
+async function useRedisCluster(): Promise<void> {
+  redisCluster = await startRedisCluster(3);
+  serviceEnv.REDIS_CLUSTER_NODES = redisCluster.nodes;
+  log(`Redis Cluster of 3 masters at ${redisCluster.nodes} (the gateways and the API; the relays stay on ${REDIS_URL})`);
+}
+
+async function stopRedisCluster(): Promise<void> {
+  await redisCluster?.stop();
+  redisCluster = undefined;
+}
+
 // ---- main -------------------------------------------------------------------
 
 const TARGETS: readonly Target[] = ['gateway', 'ws', 'uws', 'sio'];
@@ -428,6 +448,7 @@ function parseTargets(arg: string): Target[] {
 
 async function cleanup(): Promise<void> {
   for (const c of children) c.kill('SIGKILL');
+  await stopRedisCluster();
   const r = new Redis(REDIS_URL);
   let cursor = '0';
   do {
@@ -451,6 +472,7 @@ try {
   const targets = parseTargets(a.target!);
   if (!['lesson', 'connection'].includes(SPREAD)) throw new Error('--spread must be lesson or connection');
   checkDescriptors(targets);
+  if (a['redis-cluster']) await useRedisCluster();
   await migrate(dbUrl);
   const gateways = targets.includes('gateway') ? await spawnGateways() : undefined;
   const { lessons, warm } = await setup();
@@ -460,3 +482,4 @@ try {
 } finally {
   await cleanup();
 }
+

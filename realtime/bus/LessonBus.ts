@@ -1,4 +1,4 @@
-import type { Redis } from '../../src/redis.js';
+import { duplicateRedis, isCluster, type Redis } from '../../src/redis.js';
 import type { Logger } from '../../src/logger.js';
 
 /**
@@ -57,38 +57,46 @@ export function decodeEnvelope(message: string): Envelope | undefined {
 }
 
 /**
- * The one cross-node channel of each lesson: `<REDIS_KEY_PREFIX>gw:lesson:<id>`,
+ * The one cross-node channel of each lesson: `<REDIS_KEY_PREFIX>gw:lesson:{<id>}`,
  * subscribed by the Lesson object while the lesson is open on this node
  * (realtime/lesson/Lesson.ts), on one subscriber connection per node. ioredis
  * keyPrefix does not apply to channels, so the names carry the prefix.
+ * On a Redis Cluster the channels are sharded (SSUBSCRIBE/SPUBLISH, Redis 7):
+ * a message goes to the master of the channel's slot only (the lesson's, by
+ * its hash tag), not to every node of the cluster as plain PUBLISH would; the
+ * subscriber is then one connection per master (ioredis shardedSubscribers).
+ * A single Redis keeps plain pub/sub.
  * Nothing here is durable: board operations are in Postgres first (a node
  * that misses one resyncs its pages), presence is in Redis.
  */
 export class LessonBus {
   private readonly sub: Redis;
   private readonly prefix: string;
+  private readonly sharded: boolean;
   private readonly subscribed = new Map<string, Promise<void>>();
   /** publishes in flight: Gateway.idle() waits for them */
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly pub: Redis,
-    keyPrefix: string,
+    private readonly keyPrefix: string,
     readonly nodeId: string,
     private readonly receive: (lessonId: string, e: Envelope) => void,
     private readonly log: Logger,
   ) {
     this.prefix = `${keyPrefix}gw:lesson:`;
-    this.sub = pub.duplicate();
-    this.sub.on('error', (err) => log.warn({ err: err.message }, 'bus redis error'));
-    this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    this.sharded = isCluster(pub);
+    this.sub = duplicateRedis(pub, { shardedSubscribers: this.sharded });
+    this.sub.on('error', (err: Error) => log.warn({ err: err.message }, 'bus redis error'));
+    this.sub.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) => this.onMessage(channel, message));
   }
 
   /** Subscribes to the lesson's channel and says hello; resolves once subscribed, rejects if Redis refused. */
   subscribe(lessonId: string): Promise<void> {
     let p = this.subscribed.get(lessonId);
     if (!p) {
-      const created = this.sub.subscribe(this.prefix + lessonId).then(() => {
+      const channel = this.channel(lessonId);
+      const created = (this.sharded ? this.sub.ssubscribe(channel) : this.sub.subscribe(channel)).then(() => {
         void this.publish(lessonId, { kind: 'hello', payload: '' }).catch(() => undefined);
       });
       created.catch((err) => {
@@ -102,12 +110,15 @@ export class LessonBus {
 
   unsubscribe(lessonId: string): void {
     if (!this.subscribed.delete(lessonId)) return;
-    this.sub.unsubscribe(this.prefix + lessonId).catch(() => undefined);
+    const channel = this.channel(lessonId);
+    (this.sharded ? this.sub.sunsubscribe(channel) : this.sub.unsubscribe(channel)).catch(() => undefined);
   }
 
   /** Resolves to the number of subscriptions that got it (1 = only this node). */
   publish(lessonId: string, e: Outgoing): Promise<number> {
-    const p = this.pub.publish(this.prefix + lessonId, encodeEnvelope({ ...e, node: this.nodeId }));
+    const channel = this.channel(lessonId);
+    const message = encodeEnvelope({ ...e, node: this.nodeId });
+    const p: Promise<number> = this.sharded ? (this.pub.spublish(channel, message) as Promise<number>) : this.pub.publish(channel, message);
     this.inFlight.add(p);
     void p.then(
       () => this.inFlight.delete(p),
@@ -127,10 +138,19 @@ export class LessonBus {
     this.sub.disconnect();
   }
 
+  /**
+   * `<prefix>gw:lesson:{<id>}`: the braces make a cluster shard the channel by the lesson, like its keys.
+   * ioredis applies keyPrefix to the channel of SSUBSCRIBE/SPUBLISH (the channel is their key), not of
+   * SUBSCRIBE/PUBLISH: sharded, the prefix is left to it.
+   */
+  private channel(lessonId: string): string {
+    return this.sharded ? `${this.prefix.slice(this.keyPrefix.length)}{${lessonId}}` : `${this.prefix}{${lessonId}}`;
+  }
+
   private onMessage(channel: string, message: string): void {
     if (!channel.startsWith(this.prefix)) return;
     const e = decodeEnvelope(message);
     if (!e || e.node === this.nodeId) return;
-    this.receive(channel.slice(this.prefix.length), e);
+    this.receive(channel.slice(this.prefix.length + 1, -1), e);
   }
 }

@@ -31,22 +31,33 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
  * generated into the script below; the idle end, the participant.joined
  * window and the rebuild window arrive as ARGV.
  *
- * KEYS[1] is the namespace root (ioredis adds REDIS_KEY_PREFIX to it); every
- * other key is derived from it inside the script, so these scripts need one
- * Redis (or a primary with replicas), not Redis Cluster.
+ * KEYS[1] is the script's only declared key, `<root><tag>` (ioredis adds
+ * REDIS_KEY_PREFIX to it): the namespace root and a hash tag. Every other key is
+ * derived from it inside the script, in the same hash slot, so each call touches
+ * one slot and runs on one Redis Cluster master (RedisPresence picks the tag):
  *
- *   <root>nodes            ZSET  node id -> lease expiry (ms)
- *   <root>n:<node>         SET   "<lesson> <conn>" of that node
- *   <root>l:<lesson>:c     HASH  conn -> "<node> <person>"
- *   <root>l:<lesson>:p     HASH  person -> number of connections
- *   <root>l:<lesson>:i     HASH  person -> public JSON {id,name,role}
- *   <root>l:<lesson>:m     HASH  the meter (fields in METER_FIELDS)
- *   <root>l:<lesson>:j     HASH  person -> ms of the last participant.joined (a filter; Postgres decides)
- *   <root>l:<lesson>:g     STRING latest departure reported while rebuilding, before the lesson had a meter again
- *   <root>l:<lesson>:s     HASH  node -> how far it vouched, at its last tick, for its sockets' presence here (ms)
- *   <root>due              HASH  node -> when its next lease renewal is due (ms): a dead node's departures are dated then
- *   <root>epoch            STRING when this Redis state began (ms): set by the first script that finds none
- *                          (a new or restarted Redis); for rebuild_ms after it nothing decides a lesson is empty
+ * - a lesson's scripts: the tag of the lesson's slot (redis.ts slotTag, `{<t>}`
+ *   with CRC16(t) = CRC16(lesson)), so `l:{<lesson>}:*`, the slot's epoch and
+ *   the node sets of the slot are one slot; on a single Redis the tag is ''
+ *   and the keys are those of one Redis (the `{<lesson>}` braces are just characters).
+ * - the node scripts (HEARTBEAT, REAP_CLAIM, REAP_DONE, DUES, LEAVE_NODE): `{nodes}`
+ *   on a cluster, '' on a single Redis.
+ *
+ *   <root>l:{<lesson>}:c   HASH  conn -> "<node> <person>"
+ *   <root>l:{<lesson>}:p   HASH  person -> number of connections
+ *   <root>l:{<lesson>}:i   HASH  person -> public JSON {id,name,role}
+ *   <root>l:{<lesson>}:m   HASH  the meter (fields in METER_FIELDS)
+ *   <root>l:{<lesson>}:j   HASH  person -> ms of the last participant.joined (a filter; Postgres decides)
+ *   <root>l:{<lesson>}:g   STRING latest departure reported while rebuilding, before the lesson had a meter again
+ *   <root>l:{<lesson>}:s   HASH  node -> how far it vouched, at its last tick, for its sockets' presence here (ms)
+ *   <root>n:<node><tag>    SET   "<lesson> <conn>" of that node in the lessons of the slot
+ *   <root>epoch<tag>       STRING when this Redis state (of the slot) began (ms): set by the first script that
+ *                          finds none (a new or restarted Redis, a master that lost its data); for rebuild_ms
+ *                          after it nothing decides a lesson is empty
+ *   <root>nodes<ntag>      ZSET  node id -> lease expiry (ms)
+ *   <root>due<ntag>        HASH  node -> when its next lease renewal is due (ms): a dead node's departures are dated then
+ *   <root>reaping<ntag>    HASH  node -> "<at>|<claimed>": a reap of that node in progress (its departures dated at)
+ *   <root>ns:<node><ntag>  SET   the slot tags of the node's connections (a cluster only: where REAP_SLOT looks)
  *
  * Times are milliseconds of the calling node's clock (deps.clock), passed in
  * ARGV so that tests can drive them with a ManualClock.
@@ -71,9 +82,12 @@ export const METER_FIELDS = [
 ] as const;
 
 const LIB = `
-local root = KEYS[1]
+local root, tag = string.match(KEYS[1], '^(.-)(%b{})$')
+if not root then root = KEYS[1]; tag = '' end
 local FIELDS = {${METER_FIELDS.map((f) => `'${f}'`).join(',')}}
-local function K(l, s) return root .. 'l:' .. l .. ':' .. s end
+local function K(l, s) return root .. 'l:{' .. l .. '}:' .. s end
+local function NS(node) return root .. 'n:' .. node .. tag end
+local function G(name) return root .. name .. tag end
 local function N(v) if v == nil or v == false or v == '' then return nil end return tonumber(v) end
 local function F(n) if n == nil then return '' end return string.format('%d', n) end
 
@@ -129,10 +143,19 @@ local function bump(m, now) m.seq = F(math.max((N(m.seq) or 0) + 1, now)) end
 local METERED = ${METERED_PEOPLE}
 
 -- When this Redis state began; a script that finds none starts it (rules.ts rebuildMs).
+-- On a cluster each slot has its own (a master that lost its data lost its slots' epochs):
+-- a script that starts one says so ('!epoch' at the end of its reply, R), and
+-- RedisPresence then starts every missing one at the same time (initEpochs), as
+-- the first script does for the whole of a single Redis.
+local EPOCH_NEW = false
 local function epoch(now)
-  local e = N(redis.call('GET', root .. 'epoch'))
-  if not e then redis.call('SET', root .. 'epoch', F(now)); e = now end
+  local e = N(redis.call('GET', G('epoch')))
+  if not e then redis.call('SET', G('epoch'), F(now)); e = now; EPOCH_NEW = true end
   return e
+end
+local function R(t)
+  if EPOCH_NEW and tag ~= '' then t[#t + 1] = '!epoch' end
+  return t
 end
 
 local function meter_out(m)
@@ -198,7 +221,7 @@ local function drop_conn(l, conn)
   local parts = split(v, ' ')
   local node, person = parts[1], parts[2]
   redis.call('HDEL', K(l, 'c'), conn)
-  redis.call('SREM', root .. 'n:' .. node, l .. ' ' .. conn)
+  redis.call('SREM', NS(node), l .. ' ' .. conn)
   local info = redis.call('HGET', K(l, 'i'), person) or ''
   local n = redis.call('HINCRBY', K(l, 'p'), person, -1)
   local last = 0
@@ -232,14 +255,14 @@ local window, seed, rejoin = tonumber(ARGV[7]), ARGV[8], ARGV[9]
 epoch(now)
 local m = load_meter(l)
 if not m then
-  if seed == '' then return { 'seed' } end
+  if seed == '' then return R({ 'seed' }) end
   m = seed_meter(l, seed, now)
 end
 local first, announce, fx = 0, 0, {}
 if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
   local before = redis.call('HLEN', K(l, 'p'))
   redis.call('HSET', K(l, 'c'), conn, node .. ' ' .. person)
-  redis.call('SADD', root .. 'n:' .. node, l .. ' ' .. conn)
+  redis.call('SADD', NS(node), l .. ' ' .. conn)
   local n = redis.call('HINCRBY', K(l, 'p'), person, 1)
   redis.call('HSET', K(l, 'i'), person, info)
   local after = redis.call('HLEN', K(l, 'p'))
@@ -258,7 +281,7 @@ if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
   end
 end
 save_meter(l, m)
-return { 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), fx, redis.call('HVALS', K(l, 'i')) }
+return R({ 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), fx, redis.call('HVALS', K(l, 'i')) })
 `;
 
 /**
@@ -282,60 +305,123 @@ if not d then
       redis.call('SET', K(l, 'g'), F(math.max(N(redis.call('GET', K(l, 'g'))) or at, at)), 'PX', 600000)
     end
   end
-  return { 'gone' }
+  return R({ 'gone' })
 end
 local after = redis.call('HLEN', K(l, 'p'))
 local m = load_meter(l)
-if not m then return { 'ok', d[2], d[3], after, {}, {} } end
+if not m then return R({ 'ok', d[2], d[3], after, {}, {} }) end
 local fx = on_count(m, before, after, at, now, idle)
 if d[2] == 1 and #fx == 0 then bump(m, now) end
 local out = meter_out(m)
 if not maybe_forget(l, m, after) then save_meter(l, m) end
-return { 'ok', d[2], d[3], after, out, fx }
+return R({ 'ok', d[2], d[3], after, out, fx })
 `;
 
 /**
- * heartbeat: ARGV now, node, lease_ms, renew_ms
+ * heartbeat: ARGV now, node, lease_ms, renew_ms, stale_ms
  * -> {alive (0: our lease was gone: Redis lost it or another node reaped us), expired nodes...}
+ *  | {-1} a reap of this node is in progress: wait, then re-register (not before: it would remove them)
+ *  | {-2} a reap of this node was left unfinished (its reaper is gone): finish it, then re-register
+ * Expired: nodes whose lease ran out, and nodes whose reap was left unfinished for stale_ms.
  */
 export const HEARTBEAT = `${LIB}
-local now, node, lease, renew = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, node, lease, renew, stale = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 epoch(now)
-local had = redis.call('ZSCORE', root .. 'nodes', node)
-redis.call('ZADD', root .. 'nodes', now + lease, node)
-redis.call('HSET', root .. 'due', node, F(now + renew))
+local mark = redis.call('HGET', G('reaping'), node)
+if mark then
+  if now - tonumber(split(mark, '|')[2]) < stale then return R({ -1 }) end
+  return R({ -2 })
+end
+local had = redis.call('ZSCORE', G('nodes'), node)
+redis.call('ZADD', G('nodes'), now + lease, node)
+redis.call('HSET', G('due'), node, F(now + renew))
 local out = { had and 1 or 0 }
-for _, n in ipairs(redis.call('ZRANGEBYSCORE', root .. 'nodes', '-inf', now)) do
+for _, n in ipairs(redis.call('ZRANGEBYSCORE', G('nodes'), '-inf', now)) do
   if n ~= node then out[#out + 1] = n end
 end
+local marks = redis.call('HGETALL', G('reaping'))
+for i = 1, #marks, 2 do
+  if now - tonumber(split(marks[i + 1], '|')[2]) >= stale then out[#out + 1] = marks[i] end
+end
+return R(out)
+`;
+
+/**
+ * reap_claim: ARGV now, dead_node, stale_ms -> {} | {at, slot tags...}
+ * The first step of reaping a node whose lease expired, once: the lease is
+ * re-checked here, so a node that came back in time is left alone and two
+ * reapers cannot both apply the same departures. The lease goes and a mark
+ * `reaping` says when its departures are dated (when the dead node's next
+ * renewal was due, rules.ts renewMs) until REAP_DONE; a mark older than
+ * stale_ms (its reaper died) is claimed again. Then REAP_SLOT runs in each slot
+ * the node had connections in (a cluster; '' on one Redis), and REAP_DONE.
+ */
+export const REAP_CLAIM = `${LIB}
+local now, dead, stale = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local score = N(redis.call('ZSCORE', G('nodes'), dead))
+local at
+if score then
+  if score > now then return {} end
+  -- The dead node was alive at its last renewal and would have renewed again
+  -- when that was due: its people left by then (never later, so a reap that
+  -- comes late does not bill the downtime; never earlier, so nobody is under-billed).
+  at = math.min(now, score, N(redis.call('HGET', G('due'), dead)) or score)
+  redis.call('ZREM', G('nodes'), dead)
+  redis.call('HDEL', G('due'), dead)
+else
+  local mark = redis.call('HGET', G('reaping'), dead)
+  if not mark then return {} end
+  local p = split(mark, '|')
+  if now - tonumber(p[2]) < stale then return {} end
+  at = tonumber(p[1])
+end
+redis.call('HSET', G('reaping'), dead, F(at) .. '|' .. F(now))
+local out = redis.call('SMEMBERS', root .. 'ns:' .. dead .. tag)
+table.insert(out, 1, F(at))
+return out
+`;
+
+/** reap_done: ARGV dead_node -> 1: the reap of REAP_CLAIM is over. */
+export const REAP_DONE = `${LIB}
+redis.call('HDEL', G('reaping'), ARGV[1])
+redis.call('DEL', root .. 'ns:' .. ARGV[1] .. tag)
+return 1
+`;
+
+/** ns_add: ARGV node, slot tag -> 1: the node has connections in that slot (a cluster only). */
+export const NS_ADD = `${LIB}
+redis.call('SADD', root .. 'ns:' .. ARGV[1] .. tag, ARGV[2])
+return 1
+`;
+
+/**
+ * dues: -> {node, due, ...}: when each node's next renewal is due, and for a
+ * node being reaped, when its departures are dated. TICK takes them as ARGV
+ * (they live in the nodes' slot, the lessons in theirs); read just before, they
+ * can only be earlier than in the TICK's instant: its safe_until only smaller.
+ */
+export const DUES = `${LIB}
+local out = redis.call('HGETALL', G('due'))
+local marks = redis.call('HGETALL', G('reaping'))
+for i = 1, #marks, 2 do out[#out + 1] = marks[i]; out[#out + 1] = split(marks[i + 1], '|')[1] end
 return out
 `;
 
 /**
- * reap: ARGV now, idle_ms, dead_node -> {{lesson, count, meter[...] or {}, fx[...], left infos[...]}, ...}
- * Departures are dated when the dead node's next renewal was due (rules.ts renewMs).
- * Removes every connection of a node whose lease expired, once: the lease is
- * re-checked here, so a node that came back in time is left alone and two
- * reapers cannot both apply the same departures.
+ * reap_slot: ARGV now, idle_ms, dead_node, at -> {{lesson, count, meter[...] or {}, fx[...], left infos[...]}, ...}
+ * Removes every connection of the dead node in the lessons of this slot, dated
+ * at (REAP_CLAIM's).
  */
-export const REAP = `${LIB}
-local now, idle, dead = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local score = N(redis.call('ZSCORE', root .. 'nodes', dead))
-if not score or score > now then return {} end
--- The dead node was alive at its last renewal and would have renewed again
--- when that was due: its people left by then (never later, so a reap that
--- comes late does not bill the downtime; never earlier, so nobody is under-billed).
-local at = math.min(now, score, N(redis.call('HGET', root .. 'due', dead)) or score)
-redis.call('ZREM', root .. 'nodes', dead)
-redis.call('HDEL', root .. 'due', dead)
+export const REAP_SLOT = `${LIB}
+local now, idle, dead, at = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local byLesson, order = {}, {}
-for _, member in ipairs(redis.call('SMEMBERS', root .. 'n:' .. dead)) do
+for _, member in ipairs(redis.call('SMEMBERS', NS(dead))) do
   local parts = split(member, ' ')
   local l = parts[1]
   if not byLesson[l] then byLesson[l] = {}; order[#order + 1] = l end
   table.insert(byLesson[l], parts[2])
 end
-redis.call('DEL', root .. 'n:' .. dead)
+redis.call('DEL', NS(dead))
 local out = {}
 for _, l in ipairs(order) do
   local before = redis.call('HLEN', K(l, 'p'))
@@ -360,7 +446,8 @@ return out
 `;
 
 /**
- * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, rebuild_ms, node, then per lesson: lesson, until
+ * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, rebuild_ms, node, n, then n pairs node, due (DUES),
+ * then per lesson: lesson, until (every lesson of the call in the slot of KEYS[1])
  * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...], safe_until}
  * Periodic work of a node for the lessons it serves: records how far the node
  * vouches for its sockets there (until; '' none), retries a pending start,
@@ -371,8 +458,10 @@ export const TICK = `${LIB}
 local now, idle, flush, grace, retry = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local rebuild_until = epoch(now) + tonumber(ARGV[6])
 local node = ARGV[7]
+local dues, nd = {}, tonumber(ARGV[8])
+for j = 1, nd do dues[ARGV[7 + 2 * j]] = N(ARGV[8 + 2 * j]) end
 local out = {}
-for i = 8, #ARGV, 2 do
+for i = 9 + 2 * nd, #ARGV, 2 do
   local l = ARGV[i]
   local m = load_meter(l)
   if not m then
@@ -410,7 +499,7 @@ for i = 8, #ARGV, 2 do
         local n = split(v, ' ')[1]
         if not seen[n] then
           seen[n] = true
-          local d = N(redis.call('HGET', root .. 'due', n))
+          local d = dues[n]
           if d and d < safe then safe = d end
           local s = N(redis.call('HGET', K(l, 's'), n))
           if s and s < safe then safe = s end
@@ -420,7 +509,7 @@ for i = 8, #ARGV, 2 do
     out[#out + 1] = { l, 'ok', due, count, meter_out(m), fx, F(safe) }
   end
 end
-return out
+return R(out)
 `;
 
 /**
@@ -456,23 +545,23 @@ local now, idle, l, sid, seed = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], A
 local rebuild_until = epoch(now) + tonumber(ARGV[6])
 local m = load_meter(l)
 if not m then
-  if seed == '' then return { 'seed' } end
+  if seed == '' then return R({ 'seed' }) end
   m = seed_meter(l, seed, now)
 end
 local count = redis.call('HLEN', K(l, 'p'))
-if m.end_sid == sid then return { 'end', meter_out(m) } end
-if now < rebuild_until then return { 'busy' } end
+if m.end_sid == sid then return R({ 'end', meter_out(m) }) end
+if now < rebuild_until then return R({ 'busy' }) end
 if m.sid == sid then
   if count == 0 and m.empty ~= '' and now - N(m.empty) >= idle then
     pend_end(m, N(m.empty))
     bump(m, now)
     save_meter(l, m)
-    return { 'end', meter_out(m) }
+    return R({ 'end', meter_out(m) })
   end
-  return { 'busy' }
+  return R({ 'busy' })
 end
-if count == 0 then return { 'orphan' } end
-return { 'busy' }
+if count == 0 then return R({ 'orphan' }) end
+return R({ 'busy' })
 `;
 
 /**
@@ -528,11 +617,11 @@ local now, l, sid, seed = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
 local rebuild_until = epoch(now) + tonumber(ARGV[5])
 local m = load_meter(l)
 if not m then
-  if seed == '' then return { 'seed' } end
+  if seed == '' then return R({ 'seed' }) end
   m = seed_meter(l, seed, now)
 end
 local count = redis.call('HLEN', K(l, 'p'))
-if count > 0 or m.sid ~= sid or now < rebuild_until then return { 'busy' } end
+if count > 0 or m.sid ~= sid or now < rebuild_until then return R({ 'busy' }) end
 local at = N(m.confirmed) or N(m.seeded_at) or now
 -- a departure reported while rebuilding is a later sign of presence than the last heartbeat
 if N(m.gone) and N(m.gone) > at then at = N(m.gone) end
@@ -541,7 +630,7 @@ if m.empty == '' then m.empty = F(at) end
 m.seeded_at = ''; m.gone = ''
 bump(m, now)
 save_meter(l, m)
-return { 'ok', meter_out(m) }
+return R({ 'ok', meter_out(m) })
 `;
 
 /** people: ARGV lesson -> {count, seq, infos...} */
@@ -553,8 +642,8 @@ return { redis.call('HLEN', K(l, 'p')), (m and m.seq) or '0', redis.call('HVALS'
 
 /** leave_node: ARGV node -> removes the node's lease (graceful shutdown, after its connections left). */
 export const LEAVE_NODE = `${LIB}
-redis.call('ZREM', root .. 'nodes', ARGV[1])
-redis.call('HDEL', root .. 'due', ARGV[1])
-if redis.call('SCARD', root .. 'n:' .. ARGV[1]) == 0 then redis.call('DEL', root .. 'n:' .. ARGV[1]) end
+redis.call('ZREM', G('nodes'), ARGV[1])
+redis.call('HDEL', G('due'), ARGV[1])
+redis.call('DEL', root .. 'ns:' .. ARGV[1] .. tag)
 return 1
 `;

@@ -34,6 +34,7 @@ describe('configuration', () => {
       TURN_URLS: '(empty)',
       TURN_SECRET: '(empty)',
       METRICS_PORT: '(empty: off)',
+      REDIS_CLUSTER_NODES: '(empty)',
     };
     for (const key of Object.keys(ConfigSchema.shape)) {
       const v = defaults[key];
@@ -52,6 +53,12 @@ describe('configuration', () => {
       expect(msg).toMatch(/ROLES/);
       expect(msg).toMatch(/DATABASE_URL/);
     }
+  });
+
+  it('takes REDIS_CLUSTER_NODES as a comma list of host:port, and nothing else', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-2:7001' }).REDIS_CLUSTER_NODES).toBe('10.0.0.1:7000, redis-2:7001');
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'redis-1,redis-2' })).toThrow(/REDIS_CLUSTER_NODES/);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'redis://10.0.0.1:7000' })).toThrow(/REDIS_CLUSTER_NODES/);
   });
 
   it('stops the process with a message naming the variable', () => {

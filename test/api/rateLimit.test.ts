@@ -88,7 +88,7 @@ describe('rate limit: per API key, shared by every API process through Redis', (
   }, 60_000);
 
   it('with Redis unreachable, keeps serving and enforces the limit in each process (fail open, documented)', async () => {
-    const dead = makeDeps({ env: { REDIS_URL: 'redis://127.0.0.1:1/0', RATE_LIMIT_PER_MINUTE: '10' } });
+    const dead = makeDeps({ env: { REDIS_URL: 'redis://127.0.0.1:1/0', REDIS_CLUSTER_NODES: '', RATE_LIMIT_PER_MINUTE: '10' } });
     dead.redis.on('error', () => {});
     const api = await startApi(dead, 0);
     try {

@@ -11,6 +11,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     DATABASE_URL: inject('databaseUrl'),
     REDIS_URL: inject('redisUrl'),
     REDIS_KEY_PREFIX: inject('redisPrefix'),
+    // the redis-cluster project (vitest.config.ts): the same suites on a local Redis Cluster
+    REDIS_CLUSTER_NODES: process.env.TEST_REDIS === 'cluster' ? inject('redisClusterNodes') : '',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     HOST: '127.0.0.1',
     API_PORT: '0',

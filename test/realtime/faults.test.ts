@@ -28,7 +28,7 @@ const admin = () => new Redis(redis.url, { maxRetriesPerRequest: 1 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number) => ms / 1000;
 /** Connections Redis holds for the lesson (the gateways registered them, or re-registered them after a loss). */
-const registered = async (lessonId: string) => deps.redis.hlen(`gw:l:${lessonId}:c`).catch(() => 0);
+const registered = async (lessonId: string) => deps.redis.hlen(`gw:l:{${lessonId}}:c`).catch(() => 0);
 /** The lesson's first session, once the meter started it. */
 const firstSession = async (lessonId: string) => (await eventually(async () => (await sessionsOf(sql, lessonId)).length && sessionsOf(sql, lessonId), 'the session'))[0];
 /** Waits for billed_seconds to stop moving (the meter paused and charged). */

@@ -141,7 +141,7 @@ describe('sessions', () => {
     await leave(a, b);
     // Redis loses the lesson while its session runs (empty, within the wait); the node has no room for it any more
     expect(gw.gateway.lesson(f.lesson.id)).toBeUndefined();
-    expect(await gw.deps.redis.del(...['c', 'p', 'i', 'm', 'j'].map((k) => `gw:l:${f.lesson.id}:${k}`))).toBeGreaterThan(0);
+    expect(await gw.deps.redis.del(...['c', 'p', 'i', 'm', 'j'].map((k) => `gw:l:{${f.lesson.id}}:${k}`))).toBeGreaterThan(0);
     clock.advance(sec(10));
     a = await join(await f.url('a'));
     b = await join(await f.url('b'));

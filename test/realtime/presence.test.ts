@@ -3,6 +3,7 @@ import { randomBase62 } from '../../src/lib/crypto.js';
 import { InMemoryPresence } from '../../realtime/presence/InMemoryPresence.js';
 import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import { makeDeps } from '../helpers/deps.js';
+import { masters } from '../../src/redis.js';
 import { presenceSuite } from './presenceSuite.js';
 
 /**
@@ -19,11 +20,11 @@ presenceSuite('Redis', (opts) => {
     presence: new RedisPresence(deps.redis, { ...opts, namespace }),
     // what a Redis restart does to us: every key of the namespace gone
     lose: async () => {
-      await deps.redis.eval(
-        "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end return 1",
-        0,
-        `${deps.config.REDIS_KEY_PREFIX}${namespace}*`,
-      );
+      // every master of a cluster (KEYS sees one node's keys); DEL through the prefixed client
+      const prefix = deps.config.REDIS_KEY_PREFIX;
+      for (const m of masters(deps.redis)) {
+        await Promise.all((await m.keys(`${prefix}${namespace}*`)).map((k) => deps.redis.del(k.slice(prefix.length))));
+      }
     },
   };
 });

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis } from '../../../src/redis.js';
 import type { MediaState } from '../../protocol/serverMessages.js';
 
 /** Media state of a lesson outlives its sockets this long (a lesson plus its reconnects). */
@@ -6,7 +6,7 @@ const TTL_MS = 12 * 3600_000;
 
 /**
  * One script for every change, so a teacher's mute and a student's own
- * `media.state` cannot interleave: hash `media:<lesson>`, fields per person
+ * `media.state` cannot interleave: hash `media:{<lesson>}`, fields per person
  * `c:`/`m:` (camera/mic on), `bc:`/`bm:` (blocked by the teacher), `v:`
  * (version, grows with every change), `r:` (role, from the person's own
  * messages). ARGV: op, person, camera, mic, ttl, role.
@@ -62,7 +62,7 @@ export class MediaStates {
   }
 
   private async run(lessonId: string, op: Op, personId: string, what: { camera: boolean; mic: boolean }, role = ''): Promise<MediaState | 'teacher'> {
-    const r = await this.redis.lessonMedia(`media:${lessonId}`, op, personId, what.camera ? '1' : '0', what.mic ? '1' : '0', TTL_MS, role);
+    const r = await this.redis.lessonMedia(`media:{${lessonId}}`, op, personId, what.camera ? '1' : '0', what.mic ? '1' : '0', TTL_MS, role);
     if (r === 'teacher') return r;
     const [c, m, bc, bm, v] = r;
     return { camera: c === '1', mic: m === '1', camera_blocked: bc === '1', mic_blocked: bm === '1', v: Number(v) };
@@ -87,7 +87,7 @@ export class MediaStates {
 
   /** Everyone's state in the lesson, by person id. */
   async all(lessonId: string): Promise<Record<string, MediaState>> {
-    const h = await this.redis.hgetall(`media:${lessonId}`);
+    const h = await this.redis.hgetall(`media:{${lessonId}}`);
     const out: Record<string, MediaState> = {};
     for (const [field, value] of Object.entries(h)) {
       const colon = field.indexOf(':');

@@ -12,7 +12,7 @@ const HISTORY_TTL_MS = 12 * 3600_000;
  * Chat beside the board (docs/protocol.md, "Chat"): a line goes to
  * everyone in the lesson on every node, the sender included, with the
  * sender's public id, name and role taken from the link (never from the
- * message). The last 50 lines are kept in Redis (`chat:<lesson>`, 12 hours
+ * message). The last 50 lines are kept in Redis (`chat:{<lesson>}`, 12 hours
  * after the last line) and sent in `welcome`; chat is not part of the board
  * snapshot and is not stored in Postgres.
  */
@@ -28,7 +28,7 @@ export function chatFeature(deps: Deps): GatewayFeature {
       const { id, name, role } = conn.person;
       const frame = JSON.stringify({ type: 'chat', id: randomBase62(12), from: { id, name, role }, text: msg.text, at: new Date(now).toISOString() });
       gateway.broadcast(conn.lessonId, frame);
-      const key = `chat:${conn.lessonId}`;
+      const key = `chat:{${conn.lessonId}}`;
       deps.redis
         .multi()
         .rpush(key, frame)
@@ -44,7 +44,7 @@ export function chatFeature(deps: Deps): GatewayFeature {
     messages: [send],
     async welcome({ conn }) {
       try {
-        const lines = await deps.redis.lrange(`chat:${conn.lessonId}`, -CHAT_HISTORY, -1);
+        const lines = await deps.redis.lrange(`chat:{${conn.lessonId}}`, -CHAT_HISTORY, -1);
         return { chat: lines.map((l) => JSON.parse(l) as unknown) };
       } catch (err) {
         log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'chat history unavailable');
