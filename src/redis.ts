@@ -1,3 +1,4 @@
+/// <reference path="./types/cluster-key-slot.d.ts" />
 import { Cluster, Redis as SingleRedis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 
