@@ -45,6 +45,8 @@ export const ConfigSchema = z.object({
   GATEWAY_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(256),
   /** sockets (open or upgrading) this node holds; past it upgrades get 503 and /readyz 503. 0: the soft descriptor limit less the Postgres pools and 64 (realtime/admission/ConnectionCap.ts) */
   GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0),
+  /** a process running the gateway tells V8 to favour memory over speed (--optimize-for-size): what a held connection keeps in RSS (realtime/memory.ts) */
+  GATEWAY_OPTIMIZE_FOR_SIZE: z.enum(['true', 'false', '1', '0']).default('true').transform((v) => v === 'true' || v === '1'),
   /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
   GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
   /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */

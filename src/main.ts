@@ -4,6 +4,7 @@ import { createDeps } from './deps.js';
 import { createLogger } from './logger.js';
 import { startApi } from './server.js';
 import { startGateway } from '../realtime/index.js';
+import { applyGatewayMemoryMode } from '../realtime/memory.js';
 import { startDispatcher } from './webhooks/index.js';
 import { createRegistry, readinessGauge, serveMetrics } from './metrics/registry.js';
 import { apiMetrics } from './metrics/api.js';
@@ -46,9 +47,10 @@ if (config.ROLES.includes('api')) {
   log.info({ component: 'api', port: api.port }, 'partner API listening');
 }
 if (config.ROLES.includes('gateway')) {
+  const optimizeForSize = applyGatewayMemoryMode(config);
   const gw = await startGateway(deps, config.GATEWAY_PORT, { metrics: registry && gatewayMetrics(registry) });
   stops.push(gw.close);
-  log.info({ component: 'gateway', port: gw.port }, 'gateway listening');
+  log.info({ component: 'gateway', port: gw.port, optimize_for_size: optimizeForSize }, 'gateway listening');
 }
 if (config.ROLES.includes('dispatcher')) {
   const d = await startDispatcher(deps, { metrics: registry && dispatcherMetrics(registry, deps) });

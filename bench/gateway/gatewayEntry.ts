@@ -2,6 +2,7 @@ import { loadConfig } from '../../src/config.js';
 import { createDeps } from '../../src/deps.js';
 import { createLogger } from '../../src/logger.js';
 import { startGateway } from '../../realtime/index.js';
+import { applyGatewayMemoryMode } from '../../realtime/memory.js';
 import './heapSignal.js';
 
 /**
@@ -11,9 +12,10 @@ import './heapSignal.js';
  */
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL);
+const optimizeForSize = applyGatewayMemoryMode(config);
 const deps = createDeps(config, { log });
 const gw = await startGateway(deps, config.GATEWAY_PORT, process.env.LOADTEST_FEATURES === 'none' ? { features: [] } : {});
-log.info({ component: 'gateway', port: gw.port }, 'gateway listening');
+log.info({ component: 'gateway', port: gw.port, optimize_for_size: optimizeForSize }, 'gateway listening');
 process.on('SIGTERM', () => {
   void gw.close().then(async () => {
     await deps.close();
@@ -29,4 +31,12 @@ if (process.env.LOADTEST_LOOP_DELAY) {
     log.info({ p50: +(h.percentile(50) / 1e6).toFixed(1), p99: +(h.percentile(99) / 1e6).toFixed(1), max: +(h.max / 1e6).toFixed(1), cpu: process.cpuUsage() }, 'loop delay');
     h.reset();
   }, 1000).unref();
+}
+// LOADTEST_MEMORY_LOG=1: log where the RSS is (V8 heap committed and used, external, array buffers) every 5 s
+if (process.env.LOADTEST_MEMORY_LOG) {
+  const mb = (n: number) => +(n / 2 ** 20).toFixed(1);
+  setInterval(() => {
+    const m = process.memoryUsage();
+    log.info({ rss: mb(m.rss), heapTotal: mb(m.heapTotal), heapUsed: mb(m.heapUsed), external: mb(m.external), arrayBuffers: mb(m.arrayBuffers) }, 'memory');
+  }, 5000).unref();
 }
