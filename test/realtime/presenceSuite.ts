@@ -145,13 +145,19 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(reaped[0].meter).toMatchObject({ state: 'starting', pausedAt: due, accMs: due - T });
     });
 
-    it('tells a flushing node how far presence is certain: up to the next renewal due of every node with people in the lesson', async () => {
+    /** one lesson with Ann on node na and Bob on node nb, both nodes alive at T */
+    async function annOnNaBobOnNb() {
       const { p, join } = await fresh();
       const l = lesson();
       await p.heartbeat('na', T);
       await p.heartbeat('nb', T);
       await join(l, 'x', 'ann', T, 'na');
       await join(l, 'y', 'bob', T, 'nb');
+      return { p, join, l };
+    }
+
+    it('tells a flushing node how far presence is certain: up to the next renewal due of every node with people in the lesson', async () => {
+      const { p, join, l } = await annOnNaBobOnNb();
       await p.heartbeat('na', T + 3000); // nb renews no more (it died)
       await p.heartbeat('na', T + 6000);
       const [r] = await p.tick([l], T + 8000);
@@ -162,12 +168,7 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
     });
 
     it('tells a flushing node how far presence is certain: no further than any node with people in the lesson vouched at its last tick', async () => {
-      const { p, join } = await fresh();
-      const l = lesson();
-      await p.heartbeat('na', T);
-      await p.heartbeat('nb', T);
-      await join(l, 'x', 'ann', T, 'na');
-      await join(l, 'y', 'bob', T, 'nb');
+      const { p, join, l } = await annOnNaBobOnNb();
       await p.heartbeat('na', T + 3000);
       await p.heartbeat('nb', T + 3000);
       // nb has a silent socket: it vouches for its sockets only up to T + 1.5 s (and does not claim the flush)
