@@ -207,6 +207,12 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     reply(res, refusalReply(r));
   };
   const topic = (lessonId: string) => `l/${lessonId}`;
+  /** A pong, or a ping of the client's own: the socket is alive (the keepalive's clock and the gateway's). */
+  const signOfLife = (ws: uWS.WebSocket<UserData>) => {
+    const ud = ws.getUserData();
+    if (ud.socket) ud.socket.rxAt = keepalive.now;
+    if (ud.conn) gw.pong(ud.conn);
+  };
 
   gw.useFanout({
     subscribe(conn) {
@@ -335,11 +341,15 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         cap.release();
         return refuse(res, refusals.perIp, 'per_ip');
       }
+      // the node's slot and the address's, held until the socket closes or the upgrade ends here
+      const release = () => {
+        admission.releaseIp(ip);
+        cap.release();
+      };
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
-        admission.releaseIp(ip);
-        cap.release();
+        release();
       });
       const t0 = performance.now();
       checkLink(token).then(
@@ -347,8 +357,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
           if (gw.log.isLevelEnabled('debug')) gw.log.debug({ check_ms: +(performance.now() - t0).toFixed(2) }, 'link checked');
           if (aborted) return;
           if (!check.ok || !accepting || gw.isDraining) {
-            admission.releaseIp(ip);
-            cap.release();
+            release();
             return check.ok ? refuse(res, refusals.unavailable, 'draining') : refuse(res, check, check.code);
           }
           upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip, upgradeAt: t0 }, key, protocol, extensions, context));
@@ -356,8 +365,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         (err) => {
           gw.log.warn({ err: (err as Error).message }, 'link check failed');
           if (aborted) return;
-          admission.releaseIp(ip);
-          cap.release();
+          release();
           refuse(res, refusals.unavailable, 'unavailable');
         },
       );
@@ -377,18 +385,9 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       if (ud.conn) gw.message(ud.conn, message, isBinary);
     },
 
-    pong(ws) {
-      const ud = ws.getUserData();
-      if (ud.socket) ud.socket.rxAt = keepalive.now;
-      if (ud.conn) gw.pong(ud.conn);
-    },
-
+    pong: signOfLife,
     // a client's own ping (uWS answers it) is a sign of life too, as it is for uWS's idle timeout
-    ping(ws) {
-      const ud = ws.getUserData();
-      if (ud.socket) ud.socket.rxAt = keepalive.now;
-      if (ud.conn) gw.pong(ud.conn);
-    },
+    ping: signOfLife,
 
     close(ws, code) {
       const ud = ws.getUserData();

@@ -117,8 +117,7 @@ const log = (...x: unknown[]) => process.stderr.write(`[loadtest] ${x.join(' ')}
 // ---- processes --------------------------------------------------------------
 
 function spawnService(args: string[], env: Record<string, string>, ready: (line: string) => number | undefined): Promise<{ proc: ChildProcess; port: number }> {
-  // every server process can be told to collect its garbage (heapSignal.ts: the settled RSS)
-  const nodeArgs = ['--expose-gc', ...(args[0] === 'bench/gateway/gatewayEntry.ts' ? (process.env.LOADTEST_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) : [])];
+  const nodeArgs = args[0] === 'bench/gateway/gatewayEntry.ts' ? (process.env.LOADTEST_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) : [];
   const serverLog = process.env.LOADTEST_SERVER_LOG;
   return spawnUntilPort(args, env, ready, {
     cwd: ROOT,
@@ -286,12 +285,6 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       }),
     );
   const sample = () => pids.map(usage);
-  /** RSS of every node after a full garbage collection (heapSignal.ts) and a second to give pages back */
-  const settled = async () => {
-    for (const n of nodes) n.proc.kill('SIGWINCH');
-    await new Promise((r) => setTimeout(r, 1500));
-    return sample().map((u) => u.rssMb);
-  };
   const phase = async (workers: ChildProcess[], cmd: string, ev: string) => {
     const peak = sample().map((u) => u.rssMb);
     const timer = setInterval(() => sample().forEach((u, i) => (peak[i] = Math.max(peak[i], u.rssMb))), 250);
@@ -318,7 +311,6 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
     mkdirSync(HEAP_DIR, { recursive: true });
     log(`${target}: heap snapshots before the joins: ${(await heapSnapshots(nodes, 1)).join(', ')}`);
   }
-  const settledBefore = await settled();
   const start = sample();
 
   log(`${target}: joining ${N} connections at ${JOIN_RATE}/s over ${G} node(s)`);
@@ -331,16 +323,12 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const idle1 = sample();
   const idleSeconds = (performance.now() - idleT) / 1000;
   const counted = await Promise.all(workers.map((w) => (w.send({ cmd: 'count' }), next(w, 'counted'))));
-  const settledHolding = await settled();
   if (a['heap-snapshot']) log(`${target}: heap snapshots holding every connection: ${(await heapSnapshots(nodes, 2)).join(', ')}`);
   log(`${target}: holding ${counted.reduce((s, r) => s + sum(r.held), 0)}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
   const closed = await phase(workers, 'close', 'closed');
   const end = sample();
-  // the departures' work done, the same process holding nobody: what the connections kept is what leaves with them
-  await new Promise((r) => setTimeout(r, 2000));
-  const settledAfter = await settled();
   if (a['heap-snapshot']) log(`${target}: heap snapshots after every connection left: ${(await heapSnapshots(nodes, 3)).join(', ')}`);
 
   const sent = cursored.replies.reduce((s, r) => s + r.sent, 0);
@@ -362,9 +350,6 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       // at the end of the idle hold: the joins' garbage had its seconds to go
       rssMb: idle1[i].rssMb,
       rssPeakMb: Math.max(joined.peak[i], cursored.peak[i], closed.peak[i]),
-      rssSettledBeforeMb: settledBefore[i],
-      rssSettledMb: settledHolding[i],
-      rssSettledAfterMb: settledAfter[i],
       cpuSeconds: end[i].cpu - start[i].cpu,
       cpuCursorSeconds: cursored.cpu[i],
       idleCpuPerSecond: idleRate,

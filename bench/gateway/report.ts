@@ -15,11 +15,6 @@ export interface NodeResult {
   rssBeforeMb: number;
   rssMb: number;
   rssPeakMb: number;
-  /** RSS after a full garbage collection (heapSignal.ts), before the joins and holding every connection */
-  rssSettledBeforeMb: number;
-  rssSettledMb: number;
-  /** the same once every connection left (and the departures' work is done) */
-  rssSettledAfterMb: number;
   cpuSeconds: number;
   cpuCursorSeconds: number;
   /** CPU s per second while every connection is held and nobody sends (pings, leases, metering flush) */
@@ -74,8 +69,6 @@ function figures(nodes: NodeResult[], sent: number) {
   }
   const held = sum(nodes.map((n) => n.held));
   const grown = sum(nodes.map((n) => n.rssMb - n.rssBeforeMb));
-  const grownSettled = sum(nodes.map((n) => n.rssSettledMb - n.rssSettledBeforeMb));
-  const freedSettled = sum(nodes.map((n) => n.rssSettledMb - n.rssSettledAfterMb));
   return {
     held,
     heldAfterIdle: sum(nodes.map((n) => n.heldAfterIdle)),
@@ -88,18 +81,8 @@ function figures(nodes: NodeResult[], sent: number) {
     rssBeforeMb: sum(nodes.map((n) => n.rssBeforeMb)),
     rssMb: sum(nodes.map((n) => n.rssMb)),
     rssPeakMb: sum(nodes.map((n) => n.rssPeakMb)),
-    rssSettledBeforeMb: sum(nodes.map((n) => n.rssSettledBeforeMb)),
-    rssSettledMb: sum(nodes.map((n) => n.rssSettledMb)),
-    rssSettledAfterMb: sum(nodes.map((n) => n.rssSettledAfterMb)),
-    /**
-     * What a held connection keeps: the settled RSS holding every connection less the settled RSS of
-     * the same process once they all left, / connections held. Against the RSS before the joins
-     * (below) the process's other state differs (the warm-up's garbage, links cached on issue).
-     */
-    bytesPerConnection: held > 0 ? (freedSettled * MB) / held : NaN,
-    bytesPerConnectionGrown: held > 0 ? (grownSettled * MB) / held : NaN,
-    /** the RSS as the process left it at the end of the idle hold (the joins' garbage not always given back yet) */
-    bytesPerConnectionUnsettled: held > 0 ? (grown * MB) / held : NaN,
+    /** the RSS grown while the connections joined, read at the end of the idle hold, per connection held */
+    bytesPerConnection: held > 0 ? (grown * MB) / held : NaN,
     cpuSeconds: sum(nodes.map((n) => n.cpuSeconds)),
     cpuCursorSeconds: sum(nodes.map((n) => n.cpuCursorSeconds)),
     cpuPer1000: (sum(nodes.map((n) => n.cpuCursorSeconds)) / sent) * 1000,
@@ -135,9 +118,7 @@ export function printReport(results: Result[], p: RunParams): void {
     ['cursor messages sent / deliveries', (r) => `${r.sent} / ${r.delivered} of ${r.expected}`],
     ['errors', (_, f) => JSON.stringify(f.errors)],
     ['server RSS before the joins / holding / peak (MB, all nodes)', (_, f) => `${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} / ${fmt(f.rssPeakMb, 0)}`],
-    ['bytes per connection (RSS grown while joining, read at the end of the idle hold / connections held)', (_, f) => fmt(f.bytesPerConnectionUnsettled, 0)],
-    ['server RSS after a full GC: before the joins / holding / after they left (MB, all nodes)', (_, f) => `${fmt(f.rssSettledBeforeMb, 0)} / ${fmt(f.rssSettledMb, 0)} / ${fmt(f.rssSettledAfterMb, 0)}`],
-    ['bytes per connection after a full GC: holding less before the joins / holding less after they left (V8 keeps the heap it committed: see docs/benchmarks.md)', (_, f) => `${fmt(f.bytesPerConnectionGrown, 0)} / ${fmt(f.bytesPerConnection, 0)}`],
+    ['bytes per connection (RSS grown while joining, read at the end of the idle hold / connections held)', (_, f) => fmt(f.bytesPerConnection, 0)],
     ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
     ['server CPU s per 1,000 cursor messages', (_, f) => fmt(f.cpuPer1000, 4)],
     ['server CPU s per second idle (all held, nobody sending; the fleet)', (_, f) => fmt(f.idleCpuPerSecond, 4)],
@@ -158,7 +139,7 @@ export function printReport(results: Result[], p: RunParams): void {
       out.push('', `${r.target}, per node:`, '', '| node | held / after idle | 1006 / refused 503 / other | join p50 / p99 (ms) | fan-out p99 (ms) | RSS before / holding (MB) | bytes per connection | CPU s cursor phase | idle core |', '|---|---|---|---|---|---|---|---|---|');
       r.nodes.forEach((n, i) => {
         const f = figures([n], r.sent);
-        out.push(`| ${i} | ${f.held} / ${f.heldAfterIdle} | ${f.abnormal} / ${f.refused503} / ${f.other} | ${fmt(f.joinP50)} / ${fmt(f.joinP99)} | ${fmt(f.fanoutP99)} | ${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} | ${fmt(f.bytesPerConnectionUnsettled, 0)} | ${fmt(f.cpuCursorSeconds)} | ${fmt(f.idleCpuPerSecond, 3)} |`);
+        out.push(`| ${i} | ${f.held} / ${f.heldAfterIdle} | ${f.abnormal} / ${f.refused503} / ${f.other} | ${fmt(f.joinP50)} / ${fmt(f.joinP99)} | ${fmt(f.fanoutP99)} | ${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} | ${fmt(f.bytesPerConnection, 0)} | ${fmt(f.cpuCursorSeconds)} | ${fmt(f.idleCpuPerSecond, 3)} |`);
       });
     }
   }
@@ -170,7 +151,7 @@ export function printReport(results: Result[], p: RunParams): void {
       if (t === 'gateway') continue;
       out.push(
         `gateway vs ${t}: CPU per message ${fmt(g.cpuPer1000 / f.cpuPer1000, 3)}x (net of idle ${fmt(g.cpuPer1000Net / f.cpuPer1000Net, 3)}x), ` +
-          `bytes per connection ${fmt(g.bytesPerConnectionUnsettled - f.bytesPerConnectionUnsettled, 0)} more, ` +
+          `bytes per connection ${fmt(g.bytesPerConnection - f.bytesPerConnection, 0)} more, ` +
           `join p99 ${fmt(g.joinP99 / f.joinP99, 2)}x, fan-out p99 ${fmt(g.fanoutP99 / f.fanoutP99, 2)}x`,
       );
     }

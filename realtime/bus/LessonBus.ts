@@ -73,19 +73,22 @@ export class LessonBus {
   private readonly sub: Redis;
   private readonly prefix: string;
   private readonly sharded: boolean;
+  /** what a lesson's channel name starts with, as given to Redis (see channel()) */
+  private readonly channelBase: string;
   private readonly subscribed = new Map<string, Promise<void>>();
   /** publishes in flight: Gateway.idle() waits for them */
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly pub: Redis,
-    private readonly keyPrefix: string,
+    keyPrefix: string,
     readonly nodeId: string,
     private readonly receive: (lessonId: string, e: Envelope) => void,
     private readonly log: Logger,
   ) {
     this.prefix = `${keyPrefix}gw:lesson:`;
     this.sharded = isCluster(pub);
+    this.channelBase = this.sharded ? 'gw:lesson:' : this.prefix;
     this.sub = duplicateRedis(pub, { shardedSubscribers: this.sharded });
     this.sub.on('error', (err: Error) => log.warn({ err: err.message }, 'bus redis error'));
     this.sub.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) => this.onMessage(channel, message));
@@ -144,7 +147,7 @@ export class LessonBus {
    * SUBSCRIBE/PUBLISH: sharded, the prefix is left to it.
    */
   private channel(lessonId: string): string {
-    return this.sharded ? `${this.prefix.slice(this.keyPrefix.length)}{${lessonId}}` : `${this.prefix}{${lessonId}}`;
+    return `${this.channelBase}{${lessonId}}`;
   }
 
   private onMessage(channel: string, message: string): void {
