@@ -310,7 +310,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   /** Lessons with someone present on this node (the ones this node meters). */
   servedLessons(): string[] {
     const out: string[] = [];
-    for (const l of this.lessons.values()) if (l.present().length > 0) out.push(l.id);
+    for (const l of this.lessons.values()) if (l.hasPresent()) out.push(l.id);
     return out;
   }
 

@@ -146,6 +146,12 @@ export class Lesson {
     return this.people.get(personId);
   }
 
+  /** Someone is present here (present().length > 0 without the array: every flush asks it of every lesson). */
+  hasPresent(): boolean {
+    for (const c of this.conns) if (c.state === 'present') return true;
+    return false;
+  }
+
   present(): ClientConnection[] {
     const out: ClientConnection[] = [];
     for (const c of this.conns) if (c.state === 'present') out.push(c);

@@ -48,6 +48,8 @@ export const SCRIPTS = {
 
 /** A reap left unfinished this long (its reaper died) is taken over by another node. */
 const REAP_STALE_MS = 10_000;
+/** Lessons per TICK call: one script run blocks Redis, so a node's flush is cut into calls of this many. */
+const TICK_CHUNK = 200;
 
 /**
  * Presence and meter state in Redis, every decision taken by one Lua script
@@ -255,8 +257,10 @@ export class RedisPresence implements Presence {
   async tick(lessonIds: string[], now: number, vouch?: TickVouch): Promise<TickResult[]> {
     if (lessonIds.length === 0) return [];
     const o = this.opts;
+    // the nodes' renewal times, read once for the whole flush
     const dues = (await this.run.gwDues(this.nodeKey)) as string[];
-    // one call per slot (a single Redis: one call)
+    // one call per slot (a single Redis: one) and per TICK_CHUNK lessons, one after the other, so
+    // that other commands (arrivals) get their turn between them
     const groups = new Map<string, (string | number)[]>();
     lessonIds.forEach((id, i) => {
       const key = this.key(id);
@@ -265,9 +269,13 @@ export class RedisPresence implements Presence {
       g.push(id, vouch ? String(Math.floor(vouch.until[i])) : '');
     });
     const head = [now, o.idleMs, o.flushMs, o.graceMs, o.startRetryMs, rebuildMs(o.leaseMs), vouch?.node ?? '', dues.length / 2, ...dues];
-    const replies = await Promise.all([...groups].map(([key, lessons]) => this.run.gwTick(key, ...head, ...lessons)));
     const byLesson = new Map<string, Reply>();
-    for (const res of replies) for (const r of res as Reply[]) byLesson.set(r[0] as string, r);
+    for (const [key, lessons] of groups) {
+      for (let i = 0; i < lessons.length; i += 2 * TICK_CHUNK) {
+        const res = (await this.run.gwTick(key, ...head, ...lessons.slice(i, i + 2 * TICK_CHUNK))) as Reply[];
+        for (const r of res) byLesson.set(r[0] as string, r);
+      }
+    }
     const out: TickResult[] = [];
     for (const id of lessonIds) {
       const r = byLesson.get(id);
@@ -339,8 +347,10 @@ export function encodeSeed(s: MeterSeed): string {
 /** The script's meter array (METER_FIELDS order) as its state (MeterMachine.parseMeter). */
 function parseMeter(r: Reply | undefined): MeterState | null {
   if (!r || r.length === 0) return null;
+  // a plain loop: every flush parses one meter per running lesson of the node
   const f: Record<string, string> = {};
-  lua.METER_FIELDS.forEach((name, i) => (f[name] = String(r[i] ?? '')));
+  const names = lua.METER_FIELDS;
+  for (let i = 0; i < names.length; i++) f[names[i]] = r[i] === undefined || r[i] === null ? '' : String(r[i]);
   return parseMeterFields(f);
 }
 

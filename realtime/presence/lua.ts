@@ -468,10 +468,11 @@ for i = 9 + 2 * nd, #ARGV, 2 do
     out[#out + 1] = { l, 'seed' }
   else
     if node ~= '' and ARGV[i + 1] ~= '' then redis.call('HSET', K(l, 's'), node, ARGV[i + 1]) end
-    local fx = {}
+    local fx, changed = {}, false
     local count = redis.call('HLEN', K(l, 'p'))
     local seeded = N(m.seeded_at)
     if seeded and now >= math.max(seeded + grace, rebuild_until) then
+      changed = true
       -- settle: re-registration is over: what Postgres remembered and what the
       -- live connections say are reconciled, dated when Redis was seeded.
       -- (at the latest departure reported for a connection Redis had lost, if earlier)
@@ -482,12 +483,13 @@ for i = 9 + 2 * nd, #ARGV, 2 do
       if count >= METERED and m.since == '' then fx[#fx + 1] = start_run(m, now) end
     end
     if m.sid == '' and m.start_at ~= '' and now - (N(m.start_claim) or 0) >= retry then
-      m.start_claim = F(now); fx[#fx + 1] = 'start'
+      m.start_claim = F(now); fx[#fx + 1] = 'start'; changed = true
     end
     local due = 0
     if m.flush_at == '' or now - N(m.flush_at) >= flush - 250 then m.flush_at = F(now); due = 1 end
     if #fx > 0 then bump(m, now) end
-    save_meter(l, m)
+    -- most ticks only claim the flush: one field written, not the whole meter
+    if changed then save_meter(l, m) elseif due == 1 then redis.call('HSET', K(l, 'm'), 'flush_at', m.flush_at) end
     -- Presence is certain only up to when the next renewal of every node with
     -- people here is due (a node that died since is reaped dated then) and up
     -- to how far each vouched for its sockets (a half-open socket's departure

@@ -17,6 +17,9 @@ export interface MeteredItem {
   people?: number;
 }
 
+/** What a charge reads of a session row. */
+type ChargedSession = Pick<Session, 'id' | 'lesson_id' | 'partner_id' | 'mode' | 'rate_percent' | 'seconds' | 'people_max'> & { ended: boolean };
+
 export interface ChargeResult {
   /** metered seconds newly recorded (0 when everything was a replay) */
   seconds: number;
@@ -73,7 +76,10 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
     await tx`
       SELECT 1 FROM lessons WHERE id IN (SELECT lesson_id FROM sessions WHERE id = ANY(${ids}::bigint[]))
       ORDER BY id FOR NO KEY UPDATE`;
-    const sessions = await tx<Session[]>`SELECT * FROM sessions WHERE id = ANY(${ids}::bigint[]) ORDER BY id FOR NO KEY UPDATE`;
+    // the columns the charge reads (no timestamps to parse: the periodic flush charges every running session)
+    const sessions = await tx<ChargedSession[]>`
+      SELECT id, lesson_id, partner_id, mode, rate_percent, ended_at IS NOT NULL AS ended, seconds, people_max
+      FROM sessions WHERE id = ANY(${ids}::bigint[]) ORDER BY id FOR NO KEY UPDATE`;
 
     const peopleRows = sessions.filter((s) => (bySession.get(s.id)!.people ?? 0) > s.people_max);
     if (peopleRows.length > 0) {
@@ -82,7 +88,7 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
         FROM unnest(${peopleRows.map((s) => s.id)}::bigint[], ${peopleRows.map((s) => bySession.get(s.id)!.people!)}::int[]) AS x(id, p)
         WHERE s.id = x.id`;
     }
-    const moving = sessions.filter((s) => !s.ended_at && bySession.get(s.id)!.cumulativeSeconds > s.seconds);
+    const moving = sessions.filter((s) => !s.ended && bySession.get(s.id)!.cumulativeSeconds > s.seconds);
     if (moving.length === 0) return { seconds: 0, charged: 0 };
 
     // Moscow days: one query says, for every item, the day its last second fell
@@ -150,10 +156,7 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
       UPDATE lessons l SET billed_seconds = l.billed_seconds + x.d
       FROM unnest(${lessons.map(([id]) => id)}::text[], ${lessons.map(([, d]) => d)}::bigint[]) AS x(id, d)
       WHERE l.id = x.id`;
-    for (const partnerId of [...perPartner.keys()].sort()) {
-      const p = perPartner.get(partnerId)!;
-      await deductAndNotify(tx, partnerId, p.charged, p.at);
-    }
+    await deductAndNotify(tx, perPartner);
     return { seconds: totalSeconds, charged: totalCharged };
   });
 }
@@ -177,24 +180,35 @@ export async function lockLessonOfSession(tx: Tx, sessionId: number): Promise<vo
 }
 
 /**
- * Deducts from the balance; records balance.low when it falls below one hour and
+ * Deducts from the balances (partner id -> seconds charged, and the time of the
+ * latest of them); records balance.low when a balance falls below one hour and
  * balance.exhausted when it reaches zero or below, each once per crossing: the
  * event disarms its line, a top-up that lifts the balance back re-arms it
- * (src/domain/ledger.ts topUp).
+ * (src/domain/ledger.ts topUp). Every partner of the batch in two statements,
+ * locked in id order.
  */
-export async function deductAndNotify(tx: Tx, partnerId: string, charged: number, at: Date): Promise<number> {
-  const [p] = await tx<{ balance_seconds: number; balance_low_armed: boolean; balance_exhausted_armed: boolean }[]>`
-    SELECT balance_seconds, balance_low_armed, balance_exhausted_armed FROM partners WHERE id = ${partnerId} FOR NO KEY UPDATE`;
-  const balance = p.balance_seconds - charged;
-  const fireLow = p.balance_low_armed && balance < BALANCE_LOW_SECONDS;
-  const fireExhausted = p.balance_exhausted_armed && balance <= 0;
+export async function deductAndNotify(tx: Tx, charges: Map<string, { charged: number; at: Date }>): Promise<void> {
+  const ids = [...charges.keys()].sort();
+  if (ids.length === 0) return;
+  const rows = await tx<{ id: string; balance_seconds: number; balance_low_armed: boolean; balance_exhausted_armed: boolean }[]>`
+    SELECT id, balance_seconds, balance_low_armed, balance_exhausted_armed FROM partners
+    WHERE id = ANY(${ids}::text[]) ORDER BY id FOR NO KEY UPDATE`;
+  const next = rows.map((p) => {
+    const balance = p.balance_seconds - charges.get(p.id)!.charged;
+    const fireLow = p.balance_low_armed && balance < BALANCE_LOW_SECONDS;
+    const fireExhausted = p.balance_exhausted_armed && balance <= 0;
+    return { id: p.id, balance, low: p.balance_low_armed && !fireLow, exhausted: p.balance_exhausted_armed && !fireExhausted, fireLow, fireExhausted };
+  });
   await tx`
-    UPDATE partners SET balance_seconds = ${balance},
-      balance_low_armed = ${p.balance_low_armed && !fireLow},
-      balance_exhausted_armed = ${p.balance_exhausted_armed && !fireExhausted}
-    WHERE id = ${partnerId}`;
-  const data = { balance_seconds: balance, balance_minutes: secondsToWholeMinutes(balance) };
-  if (fireLow) await recordEvent(tx, partnerId, 'balance.low', data, at);
-  if (fireExhausted) await recordEvent(tx, partnerId, 'balance.exhausted', data, at);
-  return balance;
+    UPDATE partners p SET balance_seconds = x.balance, balance_low_armed = x.low::bool, balance_exhausted_armed = x.exhausted::bool
+    FROM unnest(${next.map((n) => n.id)}::text[], ${next.map((n) => n.balance)}::bigint[], ${next.map((n) => String(n.low))}::text[],
+                ${next.map((n) => String(n.exhausted))}::text[]) AS x(id, balance, low, exhausted)
+    WHERE p.id = x.id`; // (booleans as text: postgres.js sends an array of booleans as one boolean)
+  for (const n of next) {
+    if (!n.fireLow && !n.fireExhausted) continue;
+    const data = { balance_seconds: n.balance, balance_minutes: secondsToWholeMinutes(n.balance) };
+    const at = charges.get(n.id)!.at;
+    if (n.fireLow) await recordEvent(tx, n.id, 'balance.low', data, at);
+    if (n.fireExhausted) await recordEvent(tx, n.id, 'balance.exhausted', data, at);
+  }
 }

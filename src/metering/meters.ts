@@ -34,18 +34,15 @@ export async function saveMeterSnapshots(db: Db, snaps: MeterSnapshot[]): Promis
     const prev = byLesson.get(s.lessonId);
     if (!prev || prev.seq <= s.seq) byLesson.set(s.lessonId, s);
   }
-  const rows = [...byLesson.values()].map((s) => ({
-    lesson_id: s.lessonId,
-    seq: s.seq,
-    session_id: s.sessionId,
-    acc_ms: Math.round(s.accMs),
-    running_since: s.runningSince,
-    empty_since: s.emptySince,
-    people: s.people,
-    heartbeat_at: s.at,
-  }));
+  const rows = [...byLesson.values()];
+  const iso = (d: Date | null) => (d ? d.toISOString() : null);
+  // a column per array (unnest), not a parameter per value: a node's flush refreshes thousands of rows
   await db`
-    INSERT INTO lesson_meters ${db(rows, 'lesson_id', 'seq', 'session_id', 'acc_ms', 'running_since', 'empty_since', 'people', 'heartbeat_at')}
+    INSERT INTO lesson_meters (lesson_id, seq, session_id, acc_ms, running_since, empty_since, people, heartbeat_at)
+    SELECT * FROM unnest(
+      ${rows.map((r) => r.lessonId)}::text[], ${rows.map((r) => r.seq)}::bigint[], ${rows.map((r) => r.sessionId)}::bigint[],
+      ${rows.map((r) => Math.round(r.accMs))}::bigint[], ${rows.map((r) => iso(r.runningSince))}::timestamptz[],
+      ${rows.map((r) => iso(r.emptySince))}::timestamptz[], ${rows.map((r) => r.people)}::int[], ${rows.map((r) => r.at.toISOString())}::timestamptz[])
     ON CONFLICT (lesson_id) DO UPDATE SET
       seq = EXCLUDED.seq, session_id = EXCLUDED.session_id, acc_ms = EXCLUDED.acc_ms,
       running_since = EXCLUDED.running_since, empty_since = EXCLUDED.empty_since,
