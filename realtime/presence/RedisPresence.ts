@@ -257,7 +257,7 @@ export class RedisPresence implements Presence {
   async tick(lessonIds: string[], now: number, vouch?: TickVouch): Promise<TickResult[]> {
     if (lessonIds.length === 0) return [];
     const o = this.opts;
-    // the nodes' renewal times, read once for the whole flush
+    // the nodes' renewal times, read once per tick (a flush chunk), not once per script call
     const dues = (await this.run.gwDues(this.nodeKey)) as string[];
     // one call per slot (a single Redis: one) and per TICK_CHUNK lessons, one after the other, so
     // that other commands (arrivals) get their turn between them
