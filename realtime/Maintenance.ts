@@ -6,7 +6,7 @@ import {
 } from '../src/metering/meters.js';
 import type { Sql } from '../src/db/index.js';
 import type { Logger } from '../src/logger.js';
-import type { Meter } from './metering/Meter.js';
+import { FLUSH_BATCH, type Meter } from './metering/Meter.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import type { gatewayTiming } from './timing.js';
 
@@ -35,8 +35,6 @@ type MeterPort = Pick<Meter, 'apply' | 'flush' | 'finishEnd' | 'endUnknown' | 'r
 
 type Job = 'heartbeat' | 'flush' | 'sweep';
 
-/** Lessons ticked and charged together in a flush (a charge transaction's size: Meter's FLUSH_BATCH). */
-const FLUSH_CHUNK = 500;
 
 /**
  * The periodic work of a gateway node. Every rule here reads its time from
@@ -121,8 +119,8 @@ export class Maintenance {
     // through the whole flush (a node of thousands of running lessons promoted megabytes per flush
     // to the old generation, a full collection every flush). Presence cuts a chunk into script
     // calls of its own size (RedisPresence.tick).
-    for (let i = 0; i < ids.length; i += FLUSH_CHUNK) {
-      const chunk = ids.slice(i, i + FLUSH_CHUNK);
+    for (let i = 0; i < ids.length; i += FLUSH_BATCH) {
+      const chunk = ids.slice(i, i + FLUSH_BATCH);
       const results = await presence.tick(chunk, now, { node: gw.nodeId, until: chunk.map((id) => gw.certainUntil(id, now)) });
       for (const r of results) {
         if (r.meter === null) lost.push(r.lessonId);

@@ -15,6 +15,9 @@ const csv = z
 export const ROLE_NAMES = ['api', 'gateway', 'dispatcher'] as const;
 export type Role = (typeof ROLE_NAMES)[number];
 
+/** An on/off setting: true, false, 1 or 0. */
+const flag = (byDefault: 'true' | 'false') => z.enum(['true', 'false', '1', '0']).default(byDefault).transform((v) => v === 'true' || v === '1');
+
 export const ConfigSchema = z.object({
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/lessons'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
@@ -46,14 +49,14 @@ export const ConfigSchema = z.object({
   /** sockets (open or upgrading) this node holds; past it upgrades get 503 and /readyz 503. 0: the soft descriptor limit less the Postgres pools and 64 (realtime/admission/ConnectionCap.ts) */
   GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0),
   /** a process running the gateway tells V8 to favour memory over speed (--optimize-for-size): what a held connection keeps in RSS (realtime/memory.ts) */
-  GATEWAY_OPTIMIZE_FOR_SIZE: z.enum(['true', 'false', '1', '0']).default('true').transform((v) => v === 'true' || v === '1'),
+  GATEWAY_OPTIMIZE_FOR_SIZE: flag('true'),
   /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
   GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
   /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */
   GATEWAY_PERSON_CURSORS_PER_SECOND: z.coerce.number().positive().default(30),
   GATEWAY_PERSON_CURSOR_BURST: z.coerce.number().int().positive().default(60),
   GATEWAY_ALLOWED_ORIGINS: csv.default([]),
-  GATEWAY_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  GATEWAY_TRUST_PROXY: flag('false'),
   GATEWAY_LEASE_SECONDS: z.coerce.number().int().min(3).max(15).default(10),
   GATEWAY_METER_FLUSH_SECONDS: z.coerce.number().min(0.2).max(FLUSH_SECONDS_MAX).default(5),
   GATEWAY_TOKEN_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(10),

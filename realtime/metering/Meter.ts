@@ -11,8 +11,8 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
 import { accOf, assertNever, meteredSeconds, pausedAtOf, runningSince, sessionOf, type PendingEnd } from '../presence/MeterMachine.js';
 
-/** Sessions charged per flush transaction. */
-const FLUSH_BATCH = 500;
+/** Sessions charged per flush transaction (Maintenance ticks and charges this many lessons at a time). */
+export const FLUSH_BATCH = 500;
 /**
  * Session starts of many lessons share one transaction: a class arriving
  * starts hundreds of sessions a second, each about ten round trips alone.

@@ -347,10 +347,8 @@ export function encodeSeed(s: MeterSeed): string {
 /** The script's meter array (METER_FIELDS order) as its state (MeterMachine.parseMeter). */
 function parseMeter(r: Reply | undefined): MeterState | null {
   if (!r || r.length === 0) return null;
-  // a plain loop: every flush parses one meter per running lesson of the node
   const f: Record<string, string> = {};
-  const names = lua.METER_FIELDS;
-  for (let i = 0; i < names.length; i++) f[names[i]] = r[i] === undefined || r[i] === null ? '' : String(r[i]);
+  lua.METER_FIELDS.forEach((name, i) => (f[name] = String(r[i] ?? '')));
   return parseMeterFields(f);
 }
 
