@@ -463,7 +463,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 
   /**
    * Before serving: takes this node's lease (other nodes never see our people
-   * without one), listens for archived lessons, starts admission, opens the
+   * without one), listens for archived lessons, starts admission and the
+   * features (their own LISTENs: the teacher's removals), opens the
    * read pool's connections and loads the presence scripts (so that everyone
    * reconnecting after a deploy does not also wait for those), then starts
    * the periodic work. `timers: false` leaves Maintenance to the caller (tests).
@@ -472,6 +473,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     await this.maintenance.guard('heartbeat', () => this.maintenance.heartbeat());
     this.unlisten = await listenForArchives(this);
     await this.admission.start();
+    for (const f of this.features) await f.start?.();
     await this.warmUp();
     if (opts.timers ?? true) this.maintenance.start();
   }

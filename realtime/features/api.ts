@@ -70,6 +70,11 @@ export interface GatewayFeature {
   /** The gateway the feature serves, once, when the gateway is built. */
   attach?(gateway: GatewayApi): void;
   /**
+   * Before the gateway serves (Gateway.start), e.g. LISTEN for what the
+   * feature caches; a rejection fails the start. `close` undoes it.
+   */
+  start?(): Promise<void>;
+  /**
    * The lesson opened on this node (its first socket), after its bus channel
    * is subscribed; no socket of it gets `welcome` before this settles. A
    * rejection closes the lesson's waiting sockets with 4503.

@@ -25,3 +25,12 @@ export const LESSON_ARCHIVED_CHANNEL = 'lesson_archived';
  * most).
  */
 export const LINK_ISSUED_CHANNEL = 'link_issued';
+
+/**
+ * A teacher removed a participant (teacher.remove): sent in the statement that
+ * stores the removal (realtime/features/teacher/removals.ts), so every gateway
+ * adds the person to its cached removals of the lesson and refuses their older
+ * links without a read per upgrade. Payload: `{"lesson_id","person_id"}` (the
+ * public person id, never the partner's user id).
+ */
+export const PARTICIPANT_REMOVED_CHANNEL = 'participant_removed';

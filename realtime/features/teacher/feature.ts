@@ -1,13 +1,14 @@
 import { ClientMessages } from '../../protocol/clientMessages.js';
 import type { Deps } from '../../../src/deps.js';
 import type { ClientConnection } from '../../ClientConnection.js';
-import type { GatewayFeature } from '../api.js';
+import type { GatewayApi, GatewayFeature } from '../api.js';
 import type { Refusal } from '../../admission/Admission.js';
 import { defineMessage } from '../../protocol/registry.js';
 import { callAllowed, PERSON_ID } from '../call/feature.js';
 import { mediaStateFrame, type MediaStates } from '../call/media.js';
 import { errorFrame } from '../../protocol/errors.js';
 import type { Removals } from './removals.js';
+import { publicPersonId } from '../../Gateway.js';
 
 export const removedRefusal: Refusal = { ok: false, status: 403, code: 'removed', message: 'You were removed from this lesson' };
 
@@ -44,6 +45,7 @@ function teacherMay(conn: ClientConnection, type: string, target: string): boole
  */
 export function teacherFeature(deps: Deps, media: MediaStates, removals: Removals): GatewayFeature {
   const log = deps.log.child({ component: 'teacher' });
+  let gw: GatewayApi | undefined;
 
   const mute = (kind: 'teacher.mute' | 'teacher.unmute') =>
     defineMessage({
@@ -83,13 +85,20 @@ export function teacherFeature(deps: Deps, media: MediaStates, removals: Removal
   return {
     name: 'teacher',
     messages: [mute('teacher.mute'), mute('teacher.unmute'), remove],
+    attach(gateway) {
+      gw = gateway;
+    },
+    start: () => removals.start(),
+    close: () => removals.stop(),
     async admit(link) {
-      return (await removals.isRemoved(link)) ? removedRefusal : undefined;
+      // a removal this node heard over the bus (the sockets' close) before Postgres's notification: checked exactly
+      const rumoured = gw?.lesson(link.lesson_id)?.heardClose(publicPersonId(link.lesson_id, link.user_hash), 'forbidden') ?? false;
+      return (await removals.isRemoved(link, rumoured)) ? removedRefusal : undefined;
     },
     // A removal heard on this node between the upgrade's check and now: the socket is in the
     // lesson from its open on, so a later one closes it directly; an earlier one is checked here.
     async welcome({ conn, gateway }) {
-      if (gateway.lesson(conn.lessonId)?.heardClose(conn.person.id, 'forbidden') && (await removals.isRemoved(conn.link))) conn.close('forbidden');
+      if (gateway.lesson(conn.lessonId)?.heardClose(conn.person.id, 'forbidden') && (await removals.isRemoved(conn.link, true))) conn.close('forbidden');
       return {};
     },
   };
