@@ -64,7 +64,9 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
     startRetryMs: timing.startRetryMs,
     loadSeed,
   });
-  const gateway = new Gateway(deps, { ...options, features: options.features ?? defaultFeatures(deps), presence, redis, loadSeed });
+  // the features' Redis commands at a join (chat history, media states) go out with the core's, one write per turn
+  const features = options.features ?? defaultFeatures({ ...deps, redis });
+  const gateway = new Gateway(deps, { ...options, features, presence, redis, loadSeed });
   const server = createServer(gateway);
   await gateway.start({ timers: options.timers });
   const socket = await listen(server.app, deps.config.HOST, port);
