@@ -352,6 +352,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       rssPeakMb: Math.max(joined.peak[i], cursored.peak[i], closed.peak[i]),
       cpuSeconds: end[i].cpu - start[i].cpu,
       cpuCursorSeconds: cursored.cpu[i],
+      cpuJoinSeconds: joined.cpu[i],
       idleCpuPerSecond: idleRate,
       cpuCursorNetSeconds: Math.max(0, cursored.cpu[i] - idleRate * cursored.seconds),
     };

@@ -17,6 +17,8 @@ export interface NodeResult {
   rssPeakMb: number;
   cpuSeconds: number;
   cpuCursorSeconds: number;
+  /** the join phase's CPU (from the first join to the last welcome) */
+  cpuJoinSeconds: number;
   /** CPU s per second while every connection is held and nobody sends (pings, leases, metering flush) */
   idleCpuPerSecond: number;
   /** the cursor phase's CPU less the idle rate over it */
@@ -86,6 +88,8 @@ function figures(nodes: NodeResult[], sent: number) {
     cpuSeconds: sum(nodes.map((n) => n.cpuSeconds)),
     cpuCursorSeconds: sum(nodes.map((n) => n.cpuCursorSeconds)),
     cpuPer1000: (sum(nodes.map((n) => n.cpuCursorSeconds)) / sent) * 1000,
+    /** what a join costs the servers whether or not the machine keeps up: the join phase's CPU per connection held */
+    cpuMsPerJoin: held > 0 ? (sum(nodes.map((n) => n.cpuJoinSeconds)) / held) * 1000 : NaN,
     idleCpuPerSecond: sum(nodes.map((n) => n.idleCpuPerSecond)),
     cpuPer1000Net: (sum(nodes.map((n) => n.cpuCursorNetSeconds)) / sent) * 1000,
   };
@@ -120,6 +124,7 @@ export function printReport(results: Result[], p: RunParams): void {
     ['server RSS before the joins / holding / peak (MB, all nodes)', (_, f) => `${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} / ${fmt(f.rssPeakMb, 0)}`],
     ['bytes per connection (RSS grown while joining, read at the end of the idle hold / connections held)', (_, f) => fmt(f.bytesPerConnection, 0)],
     ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
+    ['server CPU ms per join (the join phase\'s CPU / connections held)', (_, f) => fmt(f.cpuMsPerJoin, 3)],
     ['server CPU s per 1,000 cursor messages', (_, f) => fmt(f.cpuPer1000, 4)],
     ['server CPU s per second idle (all held, nobody sending; the fleet)', (_, f) => fmt(f.idleCpuPerSecond, 4)],
     ['server CPU s per 1,000 cursor messages, net of idle', (_, f) => fmt(f.cpuPer1000Net, 4)],
@@ -151,7 +156,7 @@ export function printReport(results: Result[], p: RunParams): void {
       if (t === 'gateway') continue;
       out.push(
         `gateway vs ${t}: CPU per message ${fmt(g.cpuPer1000 / f.cpuPer1000, 3)}x (net of idle ${fmt(g.cpuPer1000Net / f.cpuPer1000Net, 3)}x), ` +
-          `bytes per connection ${fmt(g.bytesPerConnection - f.bytesPerConnection, 0)} more, ` +
+          `bytes per connection ${fmt(g.bytesPerConnection - f.bytesPerConnection, 0)} more, CPU per join ${fmt(g.cpuMsPerJoin / f.cpuMsPerJoin, 2)}x, ` +
           `join p99 ${fmt(g.joinP99 / f.joinP99, 2)}x, fan-out p99 ${fmt(g.fanoutP99 / f.fanoutP99, 2)}x`,
       );
     }
