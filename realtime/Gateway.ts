@@ -174,7 +174,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       `${this.nodeId}#${++this.connSeq}`,
       socket,
       link,
-      { id: publicPersonId(link.lesson_id, link.user_hash), name: link.name, role: link.role },
+      { id: personIdOf(link), name: link.name, role: link.role },
       ip,
       { messagesPerSecond: c.GATEWAY_MESSAGES_PER_SECOND, burst: c.GATEWAY_MESSAGE_BURST },
       now,
@@ -740,13 +740,22 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 }
 
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
 /**
  * A person's public id in one lesson: derived from the lesson and the keyed
  * user hash, so it is stable across tabs and reconnects, different in every
  * lesson, and reveals nothing of the partner's user id.
  */
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
 export function publicPersonId(lessonId: string, userHash: string): string {
   return createHash('sha256').update(`${lessonId}:${userHash}`).digest('base64url').slice(0, 16);
+}
+
+const personIds = new WeakMap<ResolvedLink, string>();
+
+/** publicPersonId of a link's person, hashed once per link object (Admission caches one per token; the upgrade's checks and the connection share it). */
+export function personIdOf(link: ResolvedLink): string {
+  let id = personIds.get(link);
+  if (id === undefined) personIds.set(link, (id = publicPersonId(link.lesson_id, link.user_hash)));
+  return id;
 }

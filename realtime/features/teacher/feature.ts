@@ -8,7 +8,7 @@ import { callAllowed, PERSON_ID } from '../call/feature.js';
 import { mediaStateFrame, type MediaStates } from '../call/media.js';
 import { errorFrame } from '../../protocol/errors.js';
 import type { Removals } from './removals.js';
-import { publicPersonId } from '../../Gateway.js';
+import { personIdOf } from '../../Gateway.js';
 
 export const removedRefusal: Refusal = { ok: false, status: 403, code: 'removed', message: 'You were removed from this lesson' };
 
@@ -92,7 +92,8 @@ export function teacherFeature(deps: Deps, media: MediaStates, removals: Removal
     close: () => removals.stop(),
     async admit(link) {
       // a removal this node heard over the bus (the sockets' close) before Postgres's notification: checked exactly
-      const rumoured = gw?.lesson(link.lesson_id)?.heardClose(publicPersonId(link.lesson_id, link.user_hash), 'forbidden') ?? false;
+      const lesson = gw?.lesson(link.lesson_id);
+      const rumoured = lesson ? lesson.heardClose(personIdOf(link), 'forbidden') : false;
       return (await removals.isRemoved(link, rumoured)) ? removedRefusal : undefined;
     },
     // A removal heard on this node between the upgrade's check and now: the socket is in the

@@ -2,7 +2,7 @@ import { PARTICIPANT_REMOVED_CHANNEL } from '../../../src/db/channels.js';
 import type { Sql } from '../../../src/db/index.js';
 import type { ResolvedLink } from '../../../src/domain/links.js';
 import { Batcher } from '../../../src/lib/Batcher.js';
-import { publicPersonId } from '../../Gateway.js';
+import { personIdOf } from '../../Gateway.js';
 
 /** Lessons whose removals this node keeps (oldest dropped first; a dropped one is read again when needed). */
 const LESSONS_MAX = 20_000;
@@ -107,7 +107,7 @@ export class Removals {
    * the person was heard over the bus, so the exact check runs whatever this node's set says.
    */
   async isRemoved(link: ResolvedLink, rumoured = false): Promise<boolean> {
-    const personId = publicPersonId(link.lesson_id, link.user_hash);
+    const personId = personIdOf(link);
     if (!rumoured && !(await this.removedIn(link.lesson_id)).has(personId)) return false;
     this.readsMade++;
     const rows = await this.reads`
