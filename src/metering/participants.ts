@@ -41,8 +41,9 @@ export type ParticipantJoin = Parameters<typeof recordParticipantJoined>[1];
  * recordParticipantJoined for many arrivals in one transaction (the gateway
  * batches arrivals for a few milliseconds under load): the same 6-hour rule,
  * claimed by one conditional upsert for all of them, and one event per
- * claim. Rows are claimed in key order and events recorded in partner order,
- * so concurrent batches from several nodes never deadlock. Returns how many
+ * claim, written by one recordEvents. Rows are claimed in key order and the
+ * partners' outbox locks taken in id order (recordEvents), so concurrent
+ * batches from several nodes never deadlock. Returns how many
  * events were recorded.
  */
 export async function recordParticipantsJoined(sql: Sql, inputs: ParticipantJoin[]): Promise<number> {
@@ -65,7 +66,7 @@ export async function recordParticipantsJoined(sql: Sql, inputs: ParticipantJoin
       WHERE participant_joins.last_sent_at <= EXCLUDED.last_sent_at - ${PARTICIPANT_JOINED_WINDOW_MS} * interval '1 millisecond'
       RETURNING lesson_id, user_hash`;
     const won = new Set(claimed.map((c) => `${c.lesson_id}\u0000${c.user_hash}`));
-    const events = rows.filter((r) => won.has(`${r.lessonId}\u0000${r.userHash}`)).sort((x, y) => (x.partnerId < y.partnerId ? -1 : x.partnerId > y.partnerId ? 1 : 0));
+    const events = rows.filter((r) => won.has(`${r.lessonId}\u0000${r.userHash}`));
     // one outbox write for the whole batch (its partners locked in sorted order, one insert, one
     // notification) instead of three statements per event: a class arriving is a few hundred events
     await recordEvents(
