@@ -17,7 +17,7 @@ import { Removals } from './teacher/removals.js';
  * (realtime/lesson/Lesson.ts) and talks to other nodes through it.
  */
 export function defaultFeatures(deps: Deps): GatewayFeature[] {
-  const removals = new Removals(deps.sql, deps.readSql, deps.config.DATABASE_READ_POOL_SIZE);
+  const removals = new Removals(deps);
   const media = new MediaStates(deps.redis);
   return [boardFeature(deps, new BoardService(deps)), teacherFeature(deps, media, removals), callFeature(deps, media), chatFeature(deps), pageFeature(deps)];
 }

@@ -13,8 +13,8 @@ import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
  */
 const one = fileDeps();
 const two = fileDeps();
-const nodeA = new Removals(one.sql, one.readSql, 3);
-const nodeB = new Removals(two.sql, two.readSql, 3);
+const nodeA = new Removals(one);
+const nodeB = new Removals(two);
 await Promise.all([nodeA.start(), nodeB.start()]);
 
 async function people(n: number) {
@@ -51,7 +51,7 @@ describe('removals: checked at every upgrade, read from Postgres once per lesson
   it('reads removals made before the node knew the lesson (a node started later)', async () => {
     const { f, links, personOf } = await people(2);
     await nodeA.remove(f.lesson.id, personOf(links[1]), 'teacher', new Date());
-    const later = new Removals(two.sql, two.readSql, 3);
+    const later = new Removals(two);
     await later.start();
     expect(await later.isRemoved(links[1])).toBe(true);
     expect(await later.isRemoved(links[0])).toBe(false);

@@ -1,5 +1,6 @@
 import { PARTICIPANT_REMOVED_CHANNEL } from '../../../src/db/channels.js';
 import type { Sql } from '../../../src/db/index.js';
+import type { Deps } from '../../../src/deps.js';
 import type { ResolvedLink } from '../../../src/domain/links.js';
 import { Batcher } from '../../../src/lib/Batcher.js';
 import { personIdOf } from '../../Gateway.js';
@@ -9,6 +10,8 @@ const LESSONS_MAX = 20_000;
 /** First checks of lessons arriving within this many ms share one statement (a class arriving). */
 const LOAD_BATCH_MS = 1;
 const LOAD_BATCH_MAX = 100;
+
+const NOBODY: ReadonlySet<string> = new Set();
 
 /** What this node knows of one lesson's removals: the people with a removal row, once read. */
 interface Known {
@@ -43,12 +46,13 @@ export class Removals {
   /** statements run by checks (lesson reads and exact checks; a figure for tests and benchmarks) */
   readsMade = 0;
 
-  constructor(
-    private readonly sql: Sql,
-    /** the read pool (Deps.readSql) */
-    private readonly reads: Sql,
-    readConcurrency: number,
-  ) {
+  private readonly sql: Sql;
+  /** the read pool (Deps.readSql) */
+  private readonly reads: Sql;
+
+  constructor(deps: Pick<Deps, 'sql' | 'readSql' | 'config'>) {
+    this.sql = deps.sql;
+    this.reads = deps.readSql;
     this.loads = new Batcher(
       async (lessonIds) => {
         this.readsMade++;
@@ -62,7 +66,7 @@ export class Removals {
         }
         return lessonIds.map((id) => by.get(id) ?? []);
       },
-      { delayMs: LOAD_BATCH_MS, max: LOAD_BATCH_MAX, concurrency: readConcurrency },
+      { delayMs: LOAD_BATCH_MS, max: LOAD_BATCH_MAX, concurrency: deps.config.DATABASE_READ_POOL_SIZE },
     );
   }
 
@@ -117,8 +121,6 @@ export class Removals {
     return rows.length > 0;
   }
 
-  private static readonly NONE: ReadonlySet<string> = new Set();
-
   /** The lesson's removed people, read once per lesson (and LISTEN connection). */
   private async removedIn(lessonId: string): Promise<ReadonlySet<string>> {
     let known = this.lessons.get(lessonId);
@@ -138,7 +140,7 @@ export class Removals {
       );
     }
     if (known.ready) await known.ready;
-    return known.persons ?? Removals.NONE;
+    return known.persons ?? NOBODY;
   }
 
   private heard(lessonId: string, personId: string): void {
