@@ -324,15 +324,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private async join(conn: ClientConnection, lesson: Lesson, freshLesson: boolean): Promise<void> {
     const t0 = performance.now();
     // A lesson new on this node is often new to Redis too (its first arrival):
-    // read its meter seed from Postgres while the features prepare the welcome
-    // and the bus subscribes, instead of after Redis asks for it (two round
+    // read its meter seed from Postgres while the lesson opens (the bus
+    // subscribes, the board loads), instead of after Redis asks for it (two round
     // trips more before welcome). Used only if Redis has no meter for the
     // lesson, and then no node has written the lesson's meter since: a node
     // flushes a meter only while Redis holds it.
     const seedRead = freshLesson && this.loadSeed ? this.loadSeed(conn.lessonId).catch(() => undefined) : undefined;
-    // The features' welcome contributions are the connection's own (chat history, media states,
-    // ICE servers, a removal re-check): they are read while the lesson opens, not after it.
-    const welcome = this.featureWelcome(conn);
     // Presence registers only once the lesson is open here (the board loaded): registering while it
     // loads would save one Redis round trip per first arrival, but two arrivals whose board then
     // fails to load would start a session, end it at zero length and send lesson.started (tested in
@@ -345,12 +342,16 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       return;
     }
     const tReady = performance.now();
-    const extras = await welcome;
-    const tFeatures = performance.now();
+    await this.beforePresence(conn);
     const seed = await seedRead;
     const t1 = performance.now();
     if (conn.state === 'closed') return;
     const now = this.now();
+    // The features' welcome contributions (chat history, media states, ICE servers) are read while
+    // presence registers, not before it: issued in the same tick as the join, their commands go to
+    // Redis in the join's write (auto-pipelining) and come back in its round trip. They cannot refuse
+    // the arrival (featureWelcome never rejects); beforePresence can.
+    const welcome = this.featureWelcome(conn);
     let res;
     try {
       res = await this.presence.join(conn.lessonId, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: false, seed });
@@ -361,15 +362,20 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     }
     const t2 = performance.now();
     this.metrics.call('redis', 'presence.join', t2 - t1);
+    // In the order Redis decided (no await since the join): the meter's transitions are applied in
+    // that order, and the others drop a presence event older than the last they applied.
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
     if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn });
     if (res.announce) this.announce(conn.link, now);
+    // Presence events of the lesson from here to makePresent are replayed to the newcomer there (seq > its own).
+    const extras = await welcome;
+    const tFeatures = performance.now();
     if (conn.state !== 'admitting') return;
     lesson.makePresent(conn, welcomeFrame(conn, res.people, seq, extras, this.deps.config), seq);
     this.metrics.joined(performance.now() - conn.upgradeAt);
     if (this.log.isLevelEnabled('debug')) {
-      this.log.debug({ conn: conn.id, lesson_id: conn.lessonId, ready_ms: +(tReady - t0).toFixed(2), features_ms: +(tFeatures - tReady).toFixed(2), seed_wait_ms: +(t1 - tFeatures).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), welcome_ms: +(performance.now() - t2).toFixed(2) }, 'present');
+      this.log.debug({ conn: conn.id, lesson_id: conn.lessonId, upgrade_ms: +(t0 - conn.upgradeAt).toFixed(2), ready_ms: +(tReady - t0).toFixed(2), seed_wait_ms: +(t1 - tReady).toFixed(2), presence_ms: +(t2 - t1).toFixed(2), features_ms: +(tFeatures - t2).toFixed(2), welcome_ms: +(performance.now() - tFeatures).toFixed(2) }, 'present');
     }
     for (const f of this.features) if (f.onPresent) this.runHook(f, 'onPresent', () => f.onPresent!(this.featureContext(conn)));
   }
@@ -675,6 +681,20 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const lesson = this.lessons.get(lessonId);
     if (lesson) lesson.broadcastPresence(seq, frame, opts);
     else this.publishTo(lessonId, { kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame });
+  }
+
+  /** The features' last refusals (GatewayFeature.beforePresence), in their order; one that throws closes the arrival with 4503. */
+  private async beforePresence(conn: ClientConnection): Promise<void> {
+    for (const f of this.features) {
+      if (!f.beforePresence || conn.state === 'closed') continue;
+      try {
+        const pending = f.beforePresence(this.featureContext(conn));
+        if (pending) await pending;
+      } catch (err) {
+        this.log.error({ err, feature: f.name }, 'beforePresence failed');
+        conn.close('unavailable');
+      }
+    }
   }
 
   private async featureWelcome(conn: ClientConnection): Promise<Record<string, unknown>> {

@@ -84,7 +84,22 @@ export interface GatewayFeature {
   onLessonClose?(lesson: Lesson): void;
   /** Envelopes of the feature's own kinds from other nodes (e.g. `board`). */
   onBus?: Record<string, (lesson: Lesson, e: Envelope) => void>;
-  /** Extra top-level fields of `welcome` for this participant, e.g. `{ board: {...} }`. */
+  /**
+   * The last point to refuse an arrival, by closing its connection
+   * (`ctx.conn.close(...)`): after the lesson opened here and before the
+   * participant registers in presence, so a refused person is never heard of
+   * by the others, never counts towards a session and is never announced
+   * (participant.joined). A rejection closes the connection with 4503. Keep it
+   * synchronous in the common case: every arrival waits for it.
+   */
+  beforePresence?(ctx: FeatureContext): Promise<void> | void;
+  /**
+   * Extra top-level fields of `welcome` for this participant, e.g. `{ board: {...} }`.
+   * Called once the lesson is open here, in the same tick as the participant's
+   * presence registration: a Redis read issued at once goes out in the
+   * registration's write and comes back in its round trip. It may not refuse
+   * the arrival (that is beforePresence).
+   */
   welcome?(ctx: FeatureContext): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** After the participant got `welcome` and counts as present. */
   onPresent?(ctx: FeatureContext): void | Promise<void>;

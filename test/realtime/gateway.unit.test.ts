@@ -10,6 +10,7 @@ import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
 import { gatewayTiming } from '../../realtime/timing.js';
 import { makeDeps, ManualClock } from '../helpers/deps.js';
+import { eventsOf } from '../helpers/lessons.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from './helpers/isolation.js';
 
@@ -210,6 +211,68 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await gw.idle();
     expect(await sessionsOf(deps.sql, f.lesson.id)).toEqual([]);
     expect((await lessonRow(deps.sql, f.lesson.id)).billed_seconds).toBe(0);
+    await gw.close();
+  });
+
+  it('refuses an arrival in beforePresence before presence counts it: the others hear nothing, no session starts, no participant.joined', async () => {
+    const refuseBob: GatewayFeature = {
+      name: 'refuse-bob',
+      // asynchronous, as the teacher feature's exact removal check is
+      beforePresence: async ({ conn }) => {
+        await new Promise((r) => setTimeout(r, 20));
+        if (conn.person.name === 'Bob') conn.close('forbidden');
+      },
+    };
+    const gw = new Gateway(deps, { presence, redis, features: [refuseBob], nodeId: 'unit-refuse' });
+    await gw.start({ timers: false });
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = new FakeSocket(gw);
+    a.conn = gw.open(a, ann, '127.0.0.1');
+    await gw.idle();
+    const b = new FakeSocket(gw);
+    b.conn = gw.open(b, bob, '127.0.0.1');
+    await gw.idle();
+    expect(b.closedWith).toBe(4403);
+    expect(b.of('welcome')).toEqual([]);
+    expect(a.of('welcome')).toHaveLength(1);
+    expect(a.of('presence')).toEqual([]);
+    expect((await presence.people(f.lesson.id)).count).toBe(1);
+    clock.advance(60_000);
+    await gw.maintenance.flush();
+    await gw.idle();
+    expect(await sessionsOf(deps.sql, f.lesson.id)).toEqual([]);
+    expect((await eventsOf(deps.sql, f.partner.id, 'participant.joined')).map((e) => e.data.name)).toEqual(['Ann']);
+    await gw.close();
+  });
+
+  it("reads the features' welcome while presence registers the arrival, not before it (issue 16: one round trip less per join)", async () => {
+    let lessonId = '';
+    const seen: number[] = [];
+    const slowWelcome: GatewayFeature = {
+      name: 'slow-welcome',
+      // resolves once presence counts the arrival (or gives up after 2 s): before issue 16 point 3
+      // presence waited for the welcome, so this saw a count of 0 and the join took the 2 s
+      welcome: async () => {
+        for (let i = 0; i < 200; i++) {
+          const { count } = await presence.people(lessonId);
+          if (count > 0) {
+            seen.push(count);
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        return { slow: true };
+      },
+    };
+    const gw = new Gateway(deps, { presence, redis, features: [slowWelcome], nodeId: 'unit-slow-welcome' });
+    await gw.start({ timers: false });
+    const { f, links: [ann] } = await links(['Ann']);
+    lessonId = f.lesson.id;
+    const a = new FakeSocket(gw);
+    a.conn = gw.open(a, ann, '127.0.0.1');
+    await gw.idle();
+    expect(seen).toEqual([1]);
+    expect(a.of('welcome')).toMatchObject([{ slow: true, people: [{ name: 'Ann' }] }]);
     await gw.close();
   });
 

@@ -97,10 +97,13 @@ export function teacherFeature(deps: Deps, media: MediaStates, removals: Removal
       return (await removals.isRemoved(link, rumoured)) ? removedRefusal : undefined;
     },
     // A removal heard on this node between the upgrade's check and now: the socket is in the
-    // lesson from its open on, so a later one closes it directly; an earlier one is checked here.
-    async welcome({ conn, gateway }) {
-      if (gateway.lesson(conn.lessonId)?.heardClose(conn.person.id, 'forbidden') && (await removals.isRemoved(conn.link, true))) conn.close('forbidden');
-      return {};
+    // lesson from its open on, so a later one closes it directly; an earlier one is checked here,
+    // before presence counts the person. No rumour (every arrival but a removed person's): no wait.
+    beforePresence({ conn, gateway }) {
+      if (!gateway.lesson(conn.lessonId)?.heardClose(conn.person.id, 'forbidden')) return;
+      return removals.isRemoved(conn.link, true).then((removed) => {
+        if (removed) conn.close('forbidden');
+      });
     },
   };
 }
