@@ -8,6 +8,10 @@ import './heapSignal.js';
  * the two is what our own logic costs (docs/benchmarks.md).
  *
  * Usage: tsx bench/gateway/uwsRelay.ts -> prints {"port": N} when listening.
+ * UWS_RELAY_IDLE_TIMEOUT (seconds, default 20): uWS pings a silent socket
+ * after idleTimeout minus its margin (12 s at 20; 4 s at 8, uWS's own
+ * sendPingsAutomatically), so 8 gives about the gateway's 5-second liveness
+ * cycle: the floor of what holding sockets that closely costs.
  */
 interface Ud {
   lesson: string;
@@ -17,7 +21,7 @@ const app = uWS.App();
 const members = new Map<string, Set<string>>();
 app.ws<Ud>('/ws', {
   maxPayloadLength: 65_536,
-  idleTimeout: 20,
+  idleTimeout: Number(process.env.UWS_RELAY_IDLE_TIMEOUT ?? 20),
   upgrade(res, req, ctx) {
     const lesson = req.getQuery('lesson') ?? '';
     const id = (req.getQuery('token') ?? '').slice(0, 16);
