@@ -78,9 +78,9 @@ afterAll(async () => {
   await deps.close();
 });
 
-async function newGateway(nodeId: string) {
+async function newGateway(nodeId: string, features: GatewayFeature[] = []) {
   const { feature, events } = recorderFeature();
-  const gw = new Gateway(deps, { presence, redis, features: [feature], nodeId });
+  const gw = new Gateway(deps, { presence, redis, features: [feature, ...features], nodeId });
   await gw.start({ timers: false });
   const open = (link: ResolvedLink) => {
     const s = new FakeSocket(gw);
@@ -88,6 +88,14 @@ async function newGateway(nodeId: string) {
     return s;
   };
   return { gw, events, open };
+}
+
+/** The lesson's sessions after a minute more and a flush (none where nobody was counted). */
+async function sessionsAfterAMinute(gw: Gateway, lessonId: string) {
+  clock.advance(60_000);
+  await gw.maintenance.flush();
+  await gw.idle();
+  return sessionsOf(deps.sql, lessonId);
 }
 
 async function links(names: string[]) {
@@ -206,10 +214,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     expect((await presence.people(f.lesson.id)).count).toBe(0);
     // presence registers an arrival only once its lesson is open here: two people whose board
     // could not load start no session (it would end as a zero-length one with a lesson.started)
-    clock.advance(60_000);
-    await gw.maintenance.flush();
-    await gw.idle();
-    expect(await sessionsOf(deps.sql, f.lesson.id)).toEqual([]);
+    expect(await sessionsAfterAMinute(gw, f.lesson.id)).toEqual([]);
     expect((await lessonRow(deps.sql, f.lesson.id)).billed_seconds).toBe(0);
     await gw.close();
   });
@@ -223,24 +228,18 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
         if (conn.person.name === 'Bob') conn.close('forbidden');
       },
     };
-    const gw = new Gateway(deps, { presence, redis, features: [refuseBob], nodeId: 'unit-refuse' });
-    await gw.start({ timers: false });
+    const { gw, open } = await newGateway('unit-refuse', [refuseBob]);
     const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
-    const a = new FakeSocket(gw);
-    a.conn = gw.open(a, ann, '127.0.0.1');
+    const a = open(ann);
     await gw.idle();
-    const b = new FakeSocket(gw);
-    b.conn = gw.open(b, bob, '127.0.0.1');
+    const b = open(bob);
     await gw.idle();
     expect(b.closedWith).toBe(4403);
     expect(b.of('welcome')).toEqual([]);
     expect(a.of('welcome')).toHaveLength(1);
     expect(a.of('presence')).toEqual([]);
     expect((await presence.people(f.lesson.id)).count).toBe(1);
-    clock.advance(60_000);
-    await gw.maintenance.flush();
-    await gw.idle();
-    expect(await sessionsOf(deps.sql, f.lesson.id)).toEqual([]);
+    expect(await sessionsAfterAMinute(gw, f.lesson.id)).toEqual([]);
     expect((await eventsOf(deps.sql, f.partner.id, 'participant.joined')).map((e) => e.data.name)).toEqual(['Ann']);
     await gw.close();
   });
@@ -264,12 +263,10 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
         return { slow: true };
       },
     };
-    const gw = new Gateway(deps, { presence, redis, features: [slowWelcome], nodeId: 'unit-slow-welcome' });
-    await gw.start({ timers: false });
+    const { gw, open } = await newGateway('unit-slow-welcome', [slowWelcome]);
     const { f, links: [ann] } = await links(['Ann']);
     lessonId = f.lesson.id;
-    const a = new FakeSocket(gw);
-    a.conn = gw.open(a, ann, '127.0.0.1');
+    const a = open(ann);
     await gw.idle();
     expect(seen).toEqual([1]);
     expect(a.of('welcome')).toMatchObject([{ slow: true, people: [{ name: 'Ann' }] }]);

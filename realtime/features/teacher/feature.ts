@@ -92,8 +92,7 @@ export function teacherFeature(deps: Deps, media: MediaStates, removals: Removal
     close: () => removals.stop(),
     async admit(link) {
       // a removal this node heard over the bus (the sockets' close) before Postgres's notification: checked exactly
-      const lesson = gw?.lesson(link.lesson_id);
-      const rumoured = lesson ? lesson.heardClose(personIdOf(link), 'forbidden') : false;
+      const rumoured = gw?.lesson(link.lesson_id)?.heardClose(personIdOf(link), 'forbidden') ?? false;
       return (await removals.isRemoved(link, rumoured)) ? removedRefusal : undefined;
     },
     // A removal heard on this node between the upgrade's check and now: the socket is in the
