@@ -266,7 +266,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const startWorkers = (of: LessonLinks[], offset: number) =>
     Promise.all(
       Array.from({ length: W }, async (_, w) => {
-        const proc = fork(path.join(ROOT, 'bench/gateway/worker.ts'), [], { execArgv: ['--import', 'tsx'], cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        const proc = fork(path.join(ROOT, 'bench/gateway/worker.ts'), [], { execArgv: ['--import', 'tsx', ...(process.env.LOADTEST_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean)], cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
         children.add(proc);
         proc.on('exit', () => children.delete(proc));
         const mine = of.map((l, i) => ({ l, i: i + offset })).filter((_, i) => i % W === w);

@@ -1,5 +1,6 @@
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { idleEndDue, METERED_PEOPLE } from '../../src/metering/rules.js';
+import { METER_FIELDS } from './lua.js';
 
 /**
  * The meter of a lesson as a state machine: a closed set of states and the
@@ -146,34 +147,43 @@ export function meteredSeconds(m: MeterState, now: number): number {
 
 // ---- the Redis hash (realtime/presence/lua.ts METER_FIELDS) ------------------
 
-/** Reads the meter hash (field -> string, '' for none) into its state. The only parser of it. */
+/** Reads the meter hash (field -> string, '' for none) into its state: parseMeterValues by field name. */
 export function parseMeter(f: Record<string, string | undefined>): MeterState {
-  const n = (v: string | undefined) => (v === undefined || v === '' ? null : Number(v));
-  const common: Common = {
-    seq: n(f.seq) ?? 0,
-    emptySince: n(f.empty),
-    peopleMax: n(f.pmax) ?? 0,
-    pendingEnd:
-      n(f.end_sid) === null
-        ? null
-        : { sessionId: n(f.end_sid)!, seconds: n(f.end_cum) ?? 0, chargeAt: n(f.end_charge_at) ?? n(f.end_at)!, endAt: n(f.end_at)! },
-    flushAt: n(f.flush_at),
-    seededAt: n(f.seeded_at),
-    goneAt: n(f.gone),
-  };
-  const sid = n(f.sid);
-  const since = n(f.since);
-  const accMs = n(f.acc) ?? 0;
+  return parseMeterValues(METER_FIELDS.map((name) => f[name]));
+}
+
+const FIELD = Object.fromEntries(METER_FIELDS.map((name, i) => [name, i])) as Record<(typeof METER_FIELDS)[number], number>;
+const num = (v: string | null | undefined): number | null => (v === undefined || v === null || v === '' ? null : Number(v));
+
+/**
+ * The meter hash's values in METER_FIELDS order ('' or null for none), as a
+ * script returns them, into its state. The only parser of the hash. It runs
+ * for every lesson at every flush and for every arrival and departure, so it
+ * builds the state and nothing else (no field map, no copies).
+ */
+export function parseMeterValues(v: ArrayLike<string | null | undefined>): MeterState {
+  const seq = num(v[FIELD.seq]) ?? 0;
+  const emptySince = num(v[FIELD.empty]);
+  const peopleMax = num(v[FIELD.pmax]) ?? 0;
+  const endSid = num(v[FIELD.end_sid]);
+  const endAt = num(v[FIELD.end_at]);
+  const pendingEnd = endSid === null ? null : { sessionId: endSid, seconds: num(v[FIELD.end_cum]) ?? 0, chargeAt: num(v[FIELD.end_charge_at]) ?? endAt!, endAt: endAt! };
+  const flushAt = num(v[FIELD.flush_at]);
+  const seededAt = num(v[FIELD.seeded_at]);
+  const goneAt = num(v[FIELD.gone]);
+  const sid = num(v[FIELD.sid]);
+  const since = num(v[FIELD.since]);
+  const accMs = num(v[FIELD.acc]) ?? 0;
   if (sid !== null) {
     return since !== null
-      ? { ...common, state: 'running', sessionId: sid, accMs, since }
-      : { ...common, state: 'paused', sessionId: sid, accMs, pausedAt: n(f.paused_at) };
+      ? { state: 'running', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, sessionId: sid, accMs, since }
+      : { state: 'paused', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, sessionId: sid, accMs, pausedAt: num(v[FIELD.paused_at]) };
   }
-  const startAt = n(f.start_at);
+  const startAt = num(v[FIELD.start_at]);
   if (startAt !== null) {
-    return { ...common, state: 'starting', startAt, startClaim: n(f.start_claim) ?? startAt, accMs, since, pausedAt: n(f.paused_at) };
+    return { state: 'starting', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, startAt, startClaim: num(v[FIELD.start_claim]) ?? startAt, accMs, since, pausedAt: num(v[FIELD.paused_at]) };
   }
-  return { ...common, state: 'idle' };
+  return { state: 'idle', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt };
 }
 
 // ---- transitions (the same as the Lua functions of the same names) -----------

@@ -2,7 +2,7 @@ import { isCluster, keySlot, masters, slotTag, type Cluster, type Redis } from '
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { PARTICIPANT_JOINED_WINDOW_MS, rebuildMs, renewMs } from '../../src/metering/rules.js';
 import * as lua from './lua.js';
-import { parseMeter as parseMeterFields } from './MeterMachine.js';
+import { parseMeterValues } from './MeterMachine.js';
 import type {
   Change,
   Effect,
@@ -344,12 +344,10 @@ export function encodeSeed(s: MeterSeed): string {
   return [s.seq, s.sessionId ?? '', Math.round(s.accMs), ms(s.runningSince), ms(s.emptySince), ms(s.confirmedAt)].join('|');
 }
 
-/** The script's meter array (METER_FIELDS order) as its state (MeterMachine.parseMeter). */
+/** The script's meter array (METER_FIELDS order) as its state (MeterMachine.parseMeterValues). */
 function parseMeter(r: Reply | undefined): MeterState | null {
   if (!r || r.length === 0) return null;
-  const f: Record<string, string> = {};
-  lua.METER_FIELDS.forEach((name, i) => (f[name] = String(r[i] ?? '')));
-  return parseMeterFields(f);
+  return parseMeterValues(r as (string | null)[]);
 }
 
 function parsePerson(json: string): PublicPerson {
