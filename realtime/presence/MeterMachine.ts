@@ -21,7 +21,7 @@ import { METER_FIELDS } from './lua.js';
  * Two implementations follow it: realtime/presence/lua.ts (atomic, in Redis;
  * its functions are named after these) and the functions below (used by
  * InMemoryPresence). test/realtime/presenceSuite.ts runs the same suite
- * against both, which is what proves they agree. parseMeter is the one place
+ * against both, which is what proves they agree. parseMeterValues is the one place
  * the Redis hash becomes a MeterState.
  */
 interface Common {
@@ -146,11 +146,6 @@ export function meteredSeconds(m: MeterState, now: number): number {
 }
 
 // ---- the Redis hash (realtime/presence/lua.ts METER_FIELDS) ------------------
-
-/** Reads the meter hash (field -> string, '' for none) into its state: parseMeterValues by field name. */
-export function parseMeter(f: Record<string, string | undefined>): MeterState {
-  return parseMeterValues(METER_FIELDS.map((name) => f[name]));
-}
 
 const FIELD = Object.fromEntries(METER_FIELDS.map((name, i) => [name, i])) as Record<(typeof METER_FIELDS)[number], number>;
 const num = (v: string | null | undefined): number | null => (v === undefined || v === null || v === '' ? null : Number(v));

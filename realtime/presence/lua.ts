@@ -6,7 +6,7 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
  * function (InMemoryPresence runs the TypeScript one; the shared suite
  * test/realtime/presenceSuite.ts proves they agree):
  *
- *   meter hash (METER_FIELDS)             MeterState (parseMeter)
+ *   meter hash (METER_FIELDS)             MeterState (parseMeterValues)
  *   sid = '', start_at = ''            -> idle
  *   sid = '', start_at set             -> starting (since set: metering, '' : paused)
  *   sid set,  since set                -> running

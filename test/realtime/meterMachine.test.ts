@@ -1,22 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { METER_FIELDS } from '../../realtime/presence/lua.js';
-import { meteredSeconds, onCount, parseMeter, type MeterState } from '../../realtime/presence/MeterMachine.js';
+import { meteredSeconds, onCount, parseMeterValues, type MeterState } from '../../realtime/presence/MeterMachine.js';
 import { METERED_PEOPLE } from '../../src/metering/rules.js';
 
 /** The meter's states as read from the Redis hash, and the rules stated in src/metering/rules.ts. */
-const hash = (f: Partial<Record<(typeof METER_FIELDS)[number], string>>) => Object.fromEntries(METER_FIELDS.map((k) => [k, f[k] ?? '']));
+const hash = (f: Partial<Record<(typeof METER_FIELDS)[number], string>>) => METER_FIELDS.map((k) => f[k] ?? '');
 
 describe('the meter hash is read into exactly one state', () => {
   it('reads no session and no pending start as idle, a pending start as starting, a session as running or paused', () => {
-    expect(parseMeter(hash({ seq: '3' }))).toMatchObject({ state: 'idle', seq: 3, pendingEnd: null });
-    expect(parseMeter(hash({ start_at: '10', start_claim: '11', since: '10', acc: '0' }))).toMatchObject({ state: 'starting', startAt: 10, startClaim: 11, since: 10 });
-    expect(parseMeter(hash({ start_at: '10', acc: '500', paused_at: '20' }))).toMatchObject({ state: 'starting', since: null, accMs: 500, pausedAt: 20 });
-    expect(parseMeter(hash({ sid: '7', acc: '1000', since: '50', paused_at: '40' }))).toEqual(expect.objectContaining({ state: 'running', sessionId: 7, accMs: 1000, since: 50 }));
-    expect(parseMeter(hash({ sid: '7', acc: '1000', paused_at: '40', empty: '45' }))).toMatchObject({ state: 'paused', pausedAt: 40, emptySince: 45 });
+    expect(parseMeterValues(hash({ seq: '3' }))).toMatchObject({ state: 'idle', seq: 3, pendingEnd: null });
+    expect(parseMeterValues(hash({ start_at: '10', start_claim: '11', since: '10', acc: '0' }))).toMatchObject({ state: 'starting', startAt: 10, startClaim: 11, since: 10 });
+    expect(parseMeterValues(hash({ start_at: '10', acc: '500', paused_at: '20' }))).toMatchObject({ state: 'starting', since: null, accMs: 500, pausedAt: 20 });
+    expect(parseMeterValues(hash({ sid: '7', acc: '1000', since: '50', paused_at: '40' }))).toEqual(expect.objectContaining({ state: 'running', sessionId: 7, accMs: 1000, since: 50 }));
+    expect(parseMeterValues(hash({ sid: '7', acc: '1000', paused_at: '40', empty: '45' }))).toMatchObject({ state: 'paused', pausedAt: 40, emptySince: 45 });
   });
 
   it('reads a pending end beside any state', () => {
-    const m = parseMeter(hash({ start_at: '10', since: '10', end_sid: '6', end_cum: '61', end_charge_at: '90', end_at: '95' }));
+    const m = parseMeterValues(hash({ start_at: '10', since: '10', end_sid: '6', end_cum: '61', end_charge_at: '90', end_at: '95' }));
     expect(m).toMatchObject({ state: 'starting', pendingEnd: { sessionId: 6, seconds: 61, chargeAt: 90, endAt: 95 } });
   });
 });
