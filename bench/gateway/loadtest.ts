@@ -116,8 +116,11 @@ const log = (...x: unknown[]) => process.stderr.write(`[loadtest] ${x.join(' ')}
 
 // ---- processes --------------------------------------------------------------
 
+/** Node options from a setting of the load test (space-separated; README: LOADTEST_GATEWAY_NODE_ARGS, LOADTEST_WORKER_NODE_ARGS). */
+const nodeOptions = (name: string): string[] => (process.env[name] ?? '').split(' ').filter(Boolean);
+
 function spawnService(args: string[], env: Record<string, string>, ready: (line: string) => number | undefined): Promise<{ proc: ChildProcess; port: number }> {
-  const nodeArgs = args[0] === 'bench/gateway/gatewayEntry.ts' ? (process.env.LOADTEST_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean) : [];
+  const nodeArgs = args[0] === 'bench/gateway/gatewayEntry.ts' ? nodeOptions('LOADTEST_GATEWAY_NODE_ARGS') : [];
   const serverLog = process.env.LOADTEST_SERVER_LOG;
   return spawnUntilPort(args, env, ready, {
     cwd: ROOT,
@@ -266,7 +269,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const startWorkers = (of: LessonLinks[], offset: number) =>
     Promise.all(
       Array.from({ length: W }, async (_, w) => {
-        const proc = fork(path.join(ROOT, 'bench/gateway/worker.ts'), [], { execArgv: ['--import', 'tsx', ...(process.env.LOADTEST_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean)], cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        const proc = fork(path.join(ROOT, 'bench/gateway/worker.ts'), [], { execArgv: ['--import', 'tsx', ...nodeOptions('LOADTEST_WORKER_NODE_ARGS')], cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
         children.add(proc);
         proc.on('exit', () => children.delete(proc));
         const mine = of.map((l, i) => ({ l, i: i + offset })).filter((_, i) => i % W === w);
