@@ -50,6 +50,8 @@ export const ConfigSchema = z.object({
   GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0),
   /** a process running the gateway tells V8 to favour memory over speed (--optimize-for-size): what a held connection keeps in RSS (realtime/memory.ts) */
   GATEWAY_OPTIMIZE_FOR_SIZE: flag('true'),
+  /** with GATEWAY_OPTIMIZE_FOR_SIZE=false only: V8 grows the old generation by at most this percent (--heap-growing-percent), a middle ground between the two (realtime/memory.ts) */
+  GATEWAY_HEAP_GROWING_PERCENT: z.coerce.number().int().min(10).max(100).optional(),
   /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
   GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
   /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */
@@ -113,6 +115,9 @@ export const ConfigSchema = z.object({
   /** the gateway's drain on SIGTERM: participants are asked to reconnect spread over this many seconds */
   DRAIN_SECONDS: z.coerce.number().int().min(0).max(300).default(10),
 }).superRefine((c, ctx) => {
+  if (c.GATEWAY_HEAP_GROWING_PERCENT !== undefined && c.GATEWAY_OPTIMIZE_FOR_SIZE) {
+    ctx.addIssue({ code: 'custom', path: ['GATEWAY_HEAP_GROWING_PERCENT'], message: 'set only with GATEWAY_OPTIMIZE_FOR_SIZE=false (size mode sets its own heap growth)' });
+  }
   if ((c.TURN_URLS.length > 0) !== (c.TURN_SECRET !== undefined)) {
     ctx.addIssue({ code: 'custom', path: ['TURN_SECRET'], message: 'TURN_URLS and TURN_SECRET are set together' });
   }

@@ -47,10 +47,10 @@ if (config.ROLES.includes('api')) {
   log.info({ component: 'api', port: api.port }, 'partner API listening');
 }
 if (config.ROLES.includes('gateway')) {
-  const optimizeForSize = applyGatewayMemoryMode(config);
+  const memory = applyGatewayMemoryMode(config);
   const gw = await startGateway(deps, config.GATEWAY_PORT, { metrics: registry && gatewayMetrics(registry) });
   stops.push(gw.close);
-  log.info({ component: 'gateway', port: gw.port, optimize_for_size: optimizeForSize }, 'gateway listening');
+  log.info({ component: 'gateway', port: gw.port, optimize_for_size: memory.optimizeForSize, heap_growing_percent: memory.heapGrowingPercent }, 'gateway listening');
 }
 if (config.ROLES.includes('dispatcher')) {
   const d = await startDispatcher(deps, { metrics: registry && dispatcherMetrics(registry, deps) });

@@ -35,6 +35,7 @@ describe('configuration', () => {
       TURN_SECRET: '(empty)',
       METRICS_PORT: '(empty: off)',
       REDIS_CLUSTER_NODES: '(empty)',
+      GATEWAY_HEAP_GROWING_PERCENT: '(empty: V8\'s own)',
     };
     for (const key of Object.keys(ConfigSchema.shape)) {
       const v = defaults[key];
