@@ -37,7 +37,9 @@ async function billedSettles(lessonId: string): Promise<number> {
   const settled = await eventually(async () => {
     const billed = (await lessonRow(sql, lessonId)).billed_seconds;
     const [m] = await sql<{ paused: boolean }[]>`SELECT (running_since IS NULL) AS paused FROM lesson_meters WHERE lesson_id = ${lessonId}`;
-    const done = billed === last && (m?.paused ?? true);
+    // no row yet: no flush has written the lesson's meter (Redis went down before the first one), so
+    // nothing is settled; read as paused, two early reads of 0 ended the wait before any charge landed
+    const done = billed === last && m?.paused === true;
     last = billed;
     return done ? { billed } : undefined;
   }, 'billing to settle', 15_000, 500);
