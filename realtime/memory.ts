@@ -23,7 +23,7 @@ export interface GatewayMemoryMode {
  * V8's own collector, with the old generation's limit grown by at most that
  * percent after each full collection instead of V8's larger factors. At
  * 19,900 held connections, 30 gave about 3.6 KB per connection (size mode
- * 1.8 KB, V8's defaults 7.7 KB; 8.3 KB over a saturated fleet) and a node
+ * 1.8 KB, V8's defaults 7.7 KB; over a saturated fleet 8.3 against 7.6 KB) and a node
  * idling at 0.076 core instead of size mode's 0.128 (docs/benchmarks.md,
  * 2026-11-26 noon). Set from inside the process at start it takes effect:
  * the same figures as the node flag, measured.
