@@ -1,11 +1,11 @@
 import v8 from 'node:v8';
 import type { Config } from '../src/config.js';
 
-/** How V8 was told to manage a gateway process's heap (logged at start). */
+/** How V8 was told to manage a gateway process's heap, as the fields of the `gateway listening` log line. */
 export interface GatewayMemoryMode {
-  optimizeForSize: boolean;
+  optimize_for_size: boolean;
   /** --heap-growing-percent, when set (GATEWAY_HEAP_GROWING_PERCENT) */
-  heapGrowingPercent?: number;
+  heap_growing_percent?: number;
 }
 
 /**
@@ -21,19 +21,17 @@ export interface GatewayMemoryMode {
  *
  * GATEWAY_HEAP_GROWING_PERCENT (with size mode off) is the middle ground:
  * V8's own collector, with the old generation's limit grown by at most that
- * percent after each full collection instead of V8's larger factors. At
- * 19,900 held connections, 30 gave about 3.6 KB per connection (size mode
- * 1.8 KB, V8's defaults 7.7 KB; over a saturated fleet 8.3 against 7.6 KB) and a node
- * idling at 0.076 core instead of size mode's 0.128 (docs/benchmarks.md,
- * 2026-11-26 noon). Set from inside the process at start it takes effect:
- * the same figures as the node flag, measured.
+ * percent after each full collection; less idle CPU than size mode for more
+ * memory per connection (the figures: docs/benchmarks.md, 2026-11-26 noon).
+ * Set from inside the process at start it takes effect (measured: the same
+ * figures as the node flag).
  */
 export function applyGatewayMemoryMode(config: Pick<Config, 'GATEWAY_OPTIMIZE_FOR_SIZE' | 'GATEWAY_HEAP_GROWING_PERCENT'>): GatewayMemoryMode {
   if (config.GATEWAY_OPTIMIZE_FOR_SIZE) {
     v8.setFlagsFromString('--optimize-for-size');
-    return { optimizeForSize: true };
+    return { optimize_for_size: true };
   }
   const pct = config.GATEWAY_HEAP_GROWING_PERCENT;
   if (pct !== undefined) v8.setFlagsFromString(`--heap-growing-percent=${pct}`);
-  return { optimizeForSize: false, heapGrowingPercent: pct };
+  return { optimize_for_size: false, heap_growing_percent: pct };
 }

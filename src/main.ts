@@ -50,7 +50,7 @@ if (config.ROLES.includes('gateway')) {
   const memory = applyGatewayMemoryMode(config);
   const gw = await startGateway(deps, config.GATEWAY_PORT, { metrics: registry && gatewayMetrics(registry) });
   stops.push(gw.close);
-  log.info({ component: 'gateway', port: gw.port, optimize_for_size: memory.optimizeForSize, heap_growing_percent: memory.heapGrowingPercent }, 'gateway listening');
+  log.info({ component: 'gateway', port: gw.port, ...memory }, 'gateway listening');
 }
 if (config.ROLES.includes('dispatcher')) {
   const d = await startDispatcher(deps, { metrics: registry && dispatcherMetrics(registry, deps) });

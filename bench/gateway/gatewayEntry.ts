@@ -15,7 +15,7 @@ const log = createLogger(config.LOG_LEVEL);
 const memory = applyGatewayMemoryMode(config);
 const deps = createDeps(config, { log });
 const gw = await startGateway(deps, config.GATEWAY_PORT, process.env.LOADTEST_FEATURES === 'none' ? { features: [] } : {});
-log.info({ component: 'gateway', port: gw.port, optimize_for_size: memory.optimizeForSize, heap_growing_percent: memory.heapGrowingPercent }, 'gateway listening');
+log.info({ component: 'gateway', port: gw.port, ...memory }, 'gateway listening');
 process.on('SIGTERM', () => {
   void gw.close().then(async () => {
     await deps.close();
