@@ -166,6 +166,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 
   // ---- transport callbacks -------------------------------------------------
 
+  /** sockets opened on this node since it started (the join rate realtime/memory.ts follows) */
+  get arrivals(): number {
+    return this.connSeq;
+  }
+
   /** A socket finished its upgrade with an admitted link. */
   open(socket: SocketLike, link: ResolvedLink, ip: string, upgradeAt = performance.now()): ClientConnection {
     const c = this.deps.config;

@@ -52,6 +52,8 @@ export const ConfigSchema = z.object({
   GATEWAY_OPTIMIZE_FOR_SIZE: flag('true'),
   /** with GATEWAY_OPTIMIZE_FOR_SIZE=false only: V8 grows the old generation by at most this percent (--heap-growing-percent), a middle ground between the two (realtime/memory.ts) */
   GATEWAY_HEAP_GROWING_PERCENT: z.coerce.number().int().min(10).max(100).optional(),
+  /** with size mode on only: size mode is suspended while joins arrive at this many per second or more (its collections would pause them), resumed 2 s after; 0: never suspended; empty: 100 (realtime/memory.ts) */
+  GATEWAY_SIZE_MODE_BURST_JOINS: z.coerce.number().int().min(0).optional(),
   /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
   GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
   /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */
@@ -117,6 +119,9 @@ export const ConfigSchema = z.object({
 }).superRefine((c, ctx) => {
   if (c.GATEWAY_HEAP_GROWING_PERCENT !== undefined && c.GATEWAY_OPTIMIZE_FOR_SIZE) {
     ctx.addIssue({ code: 'custom', path: ['GATEWAY_HEAP_GROWING_PERCENT'], message: 'set only with GATEWAY_OPTIMIZE_FOR_SIZE=false (size mode sets its own heap growth)' });
+  }
+  if (c.GATEWAY_SIZE_MODE_BURST_JOINS !== undefined && !c.GATEWAY_OPTIMIZE_FOR_SIZE) {
+    ctx.addIssue({ code: 'custom', path: ['GATEWAY_SIZE_MODE_BURST_JOINS'], message: 'set only with GATEWAY_OPTIMIZE_FOR_SIZE on (it suspends size mode during join bursts)' });
   }
   if ((c.TURN_URLS.length > 0) !== (c.TURN_SECRET !== undefined)) {
     ctx.addIssue({ code: 'custom', path: ['TURN_SECRET'], message: 'TURN_URLS and TURN_SECRET are set together' });

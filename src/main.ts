@@ -47,8 +47,8 @@ if (config.ROLES.includes('api')) {
   log.info({ component: 'api', port: api.port }, 'partner API listening');
 }
 if (config.ROLES.includes('gateway')) {
-  const memory = applyGatewayMemoryMode(config);
   const gw = await startGateway(deps, config.GATEWAY_PORT, { metrics: registry && gatewayMetrics(registry) });
+  const memory = applyGatewayMemoryMode(config, gw.gateway, log.child({ component: 'gateway' }));
   stops.push(gw.close);
   log.info({ component: 'gateway', port: gw.port, ...memory }, 'gateway listening');
 }

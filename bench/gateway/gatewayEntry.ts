@@ -12,9 +12,9 @@ import './heapSignal.js';
  */
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL);
-const memory = applyGatewayMemoryMode(config);
 const deps = createDeps(config, { log });
 const gw = await startGateway(deps, config.GATEWAY_PORT, process.env.LOADTEST_FEATURES === 'none' ? { features: [] } : {});
+const memory = applyGatewayMemoryMode(config, gw.gateway, log.child({ component: 'gateway' }));
 log.info({ component: 'gateway', port: gw.port, ...memory }, 'gateway listening');
 process.on('SIGTERM', () => {
   void gw.close().then(async () => {

@@ -36,6 +36,7 @@ describe('configuration', () => {
       METRICS_PORT: '(empty: off)',
       REDIS_CLUSTER_NODES: '(empty)',
       GATEWAY_HEAP_GROWING_PERCENT: '(empty: V8\'s own)',
+      GATEWAY_SIZE_MODE_BURST_JOINS: '(empty: 100)',
     };
     for (const key of Object.keys(ConfigSchema.shape)) {
       const v = defaults[key];
