@@ -44,8 +44,8 @@ export const BURST_QUIET_SAMPLES = 10;
  * connection.
  *
  * V8's flags are the process's, so this is too: applied once per process, as
- * the gateway starts listening (it needs the gateway's count of arrivals). The figures of
- * each mode: docs/benchmarks.md, issue 16.
+ * the gateway starts listening (it needs the gateway's count of arrivals).
+ * The figures of each mode: docs/benchmarks.md, issue 16.
  */
 export function applyGatewayMemoryMode(
   config: Pick<Config, 'GATEWAY_OPTIMIZE_FOR_SIZE' | 'GATEWAY_HEAP_GROWING_PERCENT' | 'GATEWAY_SIZE_MODE_BURST_JOINS'>,
@@ -80,7 +80,7 @@ export function applyGatewayMemoryMode(
 export class SizeModeBursts {
   private last: number;
   private quiet = 0;
-  suspended = false;
+  private off = false;
 
   constructor(
     private readonly o: {
@@ -94,21 +94,26 @@ export class SizeModeBursts {
     this.last = o.arrivals();
   }
 
+  /** size mode is off (a burst is on) */
+  get suspended(): boolean {
+    return this.off;
+  }
+
   sample(): void {
     const n = this.o.arrivals();
     const rate = ((n - this.last) * 1000) / BURST_SAMPLE_MS;
     this.last = n;
     if (rate >= this.o.joinsPerSecond) {
       this.quiet = 0;
-      if (!this.suspended) this.set(true, rate);
-    } else if (this.suspended && ++this.quiet >= BURST_QUIET_SAMPLES) {
+      if (!this.off) this.set(true, rate);
+    } else if (this.off && ++this.quiet >= BURST_QUIET_SAMPLES) {
       this.set(false, rate);
     }
   }
 
   private set(suspended: boolean, rate: number): void {
     this.o.setFlags(suspended ? '--no-optimize-for-size' : '--optimize-for-size');
-    this.suspended = suspended;
+    this.off = suspended;
     this.quiet = 0;
     this.o.onChange?.(suspended, rate);
   }

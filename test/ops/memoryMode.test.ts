@@ -13,8 +13,8 @@ import { spawnGateway } from '../realtime/helpers/processes.js';
  * the gateway tells V8 to favour memory over speed unless the setting says
  * false, and says so when it starts listening; during a join burst
  * (GATEWAY_SIZE_MODE_BURST_JOINS) size mode is suspended and comes back after
- * 2 quiet seconds. GATEWAY_HEAP_GROWING_PERCENT (size
- * mode off only) caps V8's heap growth instead.
+ * 2 quiet seconds. GATEWAY_HEAP_GROWING_PERCENT (size mode off only) caps V8's
+ * heap growth instead.
  */
 const env = await isolatedEnv();
 const deps = makeDeps({ env });
