@@ -2,7 +2,7 @@ import type { Sql } from '../../src/db/index.js';
 import type { Logger } from '../../src/logger.js';
 import { recordParticipantsJoined, type ParticipantJoin } from '../../src/metering/participants.js';
 import { Batcher } from '../../src/lib/Batcher.js';
-import { withRetry } from '../../src/lib/Limiter.js';
+import { withRetry } from '../../src/lib/retry.js';
 
 /** Arrivals are collected this long (or up to BATCH_MAX) before one transaction records them. */
 const BATCH_MS = 20;

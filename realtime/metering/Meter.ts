@@ -1,11 +1,11 @@
 import type { Deps } from '../../src/deps.js';
 import type { Logger } from '../../src/logger.js';
-import { recordMeteredTime, recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/charge.js';
+import { recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/charge.js';
 import { finishSession, saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
 import { endSession, ensureSessionsStarted, type SessionStartInput, type SessionStartResult } from '../../src/metering/sessions.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
-import { withRetry } from '../../src/lib/Limiter.js';
+import { withRetry } from '../../src/lib/retry.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
 import { METERED_PEOPLE } from '../../src/metering/rules.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
@@ -21,6 +21,15 @@ export const FLUSH_BATCH = 500;
  */
 const START_BATCH_MS = 5;
 const START_BATCH_MAX = 200;
+/**
+ * The charges at a pause of many lessons share one transaction the same way: a
+ * class leaving pauses hundreds of meters a second, and a charge alone is a
+ * transaction of eight statements that locks its partner's row (a saturated
+ * fleet left them unwritten for minutes: docs/benchmarks.md, 2026-11-26
+ * evening). A charge is a watermark dated when the meter paused, so the wait
+ * changes no figure; the lesson's queue waits for its batch to commit.
+ */
+const PAUSE_BATCH_MS = 50;
 /**
  * Every effect is idempotent (start, watermark charge, end, seq-ordered
  * snapshot), so a failed one (a lost connection, a lock timeout) is simply
@@ -44,6 +53,7 @@ export class Meter {
   private readonly snapshotted = new Map<string, { seq: number; at: number }>();
   private readonly snapshots: SnapshotWriter;
   private readonly starts: Batcher<SessionStartInput, SessionStartResult | undefined>;
+  private readonly pauses: Batcher<MeteredItem>;
 
   constructor(
     private readonly deps: Deps,
@@ -57,6 +67,13 @@ export class Meter {
       delayMs: START_BATCH_MS,
       max: START_BATCH_MAX,
     });
+    this.pauses = new Batcher<MeteredItem, void>(
+      async (items) => {
+        await recordMeteredTimeBatch(deps.sql, items);
+        return items.map((): void => undefined);
+      },
+      { delayMs: PAUSE_BATCH_MS, max: FLUSH_BATCH },
+    );
     this.queue = new KeyedQueue((err, lessonId) => this.log.error({ err, lesson_id: lessonId }, 'meter effect failed'));
   }
 
@@ -150,6 +167,7 @@ export class Meter {
   async idle(): Promise<void> {
     await this.queue.idle();
     await this.starts.idle();
+    await this.pauses.idle();
   }
 
   /** The Postgres side of each transition, in the order Redis decided them. */
@@ -221,7 +239,7 @@ export class Meter {
   }
 
   private async charge(sessionId: number, cumulativeSeconds: number, at: number, people: number): Promise<void> {
-    await recordMeteredTime(this.deps.sql, { sessionId, cumulativeSeconds, at: new Date(at), people: people || undefined });
+    await this.pauses.add({ sessionId, cumulativeSeconds, at: new Date(at), people: people || undefined });
     this.charged.set(sessionId, Math.max(cumulativeSeconds, this.charged.get(sessionId) ?? 0));
   }
 

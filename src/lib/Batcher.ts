@@ -1,5 +1,3 @@
-import { Limiter } from './Limiter.js';
-
 /**
  * Collects items for `delayMs` (or up to `max`) and runs them as one batch
  * (one statement or one transaction for many lessons): Postgres work of the
@@ -9,19 +7,26 @@ import { Limiter } from './Limiter.js';
  * wait): the partner API's point reads under load. `add` resolves with the
  * item's own result once its batch is done, or rejects with the batch's error
  * (callers retry item by item; a retried item joins a later batch).
+ *
+ * At most `concurrency` batches run at once (default 2), so background work
+ * cannot take every pool connection. While every slot is busy, what arrives
+ * waits and goes in one batch when a slot frees (group commit): the busier
+ * Postgres is, the larger and fewer the batches, instead of a queue of small
+ * ones each paying its own round trips.
  */
 export class Batcher<I, O = void> {
   private pending: { item: I; done: (o: O) => void; fail: (err: unknown) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
-  private readonly limiter: Limiter;
+  private readonly running = new Set<Promise<void>>();
+  private readonly concurrency: number;
 
   constructor(
     /** runs one batch; returns one result per item, in order */
     private readonly runBatch: (items: I[]) => Promise<O[]>,
     private readonly opts: { delayMs: number; max: number; concurrency?: number },
   ) {
-    this.limiter = new Limiter(opts.concurrency ?? 2);
+    this.concurrency = opts.concurrency ?? 2;
   }
 
   add(item: I): Promise<O> {
@@ -33,23 +38,34 @@ export class Batcher<I, O = void> {
     });
   }
 
+  /** Starts what is pending, in batches of up to `max`, as far as free slots allow; the rest goes when a batch ends. */
   flush(): void {
     clearTimeout(this.timer);
     clearImmediate(this.immediate);
     this.timer = this.immediate = undefined;
-    const batch = this.pending.splice(0);
-    if (batch.length === 0) return;
-    this.limiter
-      .run(() => this.runBatch(batch.map((b) => b.item)))
+    while (this.pending.length > 0 && this.running.size < this.concurrency) this.start(this.pending.splice(0, this.opts.max));
+  }
+
+  /** Resolves when nothing is pending and every batch started has settled. */
+  async idle(): Promise<void> {
+    this.flush();
+    while (this.running.size > 0) {
+      await Promise.allSettled([...this.running]);
+      this.flush();
+    }
+  }
+
+  private start(batch: typeof this.pending): void {
+    const run = Promise.resolve()
+      .then(() => this.runBatch(batch.map((b) => b.item)))
       .then(
         (out) => batch.forEach((b, i) => b.done(out[i])),
         (err) => batch.forEach((b) => b.fail(err)),
-      );
-  }
-
-  /** Resolves when every batch started so far has settled. */
-  async idle(): Promise<void> {
-    this.flush();
-    await this.limiter.idle();
+      )
+      .finally(() => {
+        this.running.delete(run);
+        this.flush();
+      });
+    this.running.add(run);
   }
 }

@@ -74,6 +74,25 @@ describe('sessions', () => {
     await leave(a);
   });
 
+  it('a class leaving at once: lessons paused in the same moment share a charge, each billed its own seconds to its own partner', async () => {
+    const lessons = [];
+    for (let k = 0; k < 5; k++) {
+      const f = await lesson();
+      lessons.push({ f, a: await join(await f.url('a')), b: await join(await f.url('b')) });
+      await gw.settle();
+      clock.advance(10_300);
+    }
+    // every second person leaves in the same moment: 51.5, 41.2, 30.9, 20.6 and 10.3 s together
+    await leave(...lessons.map((l) => l.b));
+    for (const [k, { f }] of lessons.entries()) {
+      const seconds = [51, 41, 30, 20, 10][k];
+      expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(seconds);
+      expect(await balanceOf(sql, f.partner.id)).toBe(600 * 60 - seconds);
+      expect(await sessionsOf(sql, f.lesson.id)).toMatchObject([{ seconds, people_max: 2, ended_at: null }]);
+    }
+    await leave(...lessons.map((l) => l.a));
+  });
+
   it('ends the session after SESSION_IDLE_SECONDS with nobody present: ended_at is when it became empty, minutes truncated', async () => {
     const f = await lesson({ mode: 'board_only' });
     const a = await join(await f.url('a'));
