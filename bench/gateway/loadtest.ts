@@ -330,8 +330,12 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   log(`${target}: holding ${counted.reduce((s, r) => s + sum(r.held), 0)}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
+  const closing = sample();
   const closed = await phase(workers, 'close', 'closed');
   const end = sample();
+  // what the departures cost: their presence changes, pause charges and features' cleanup run after the closes
+  await new Promise((r) => setTimeout(r, LEAVE_SETTLE_MS));
+  const left = sample();
   if (a['heap-snapshot']) log(`${target}: heap snapshots after every connection left: ${(await heapSnapshots(nodes, 3)).join(', ')}`);
 
   const sent = cursored.replies.reduce((s, r) => s + r.sent, 0);
@@ -356,6 +360,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       cpuSeconds: end[i].cpu - start[i].cpu,
       cpuCursorSeconds: cursored.cpu[i],
       cpuJoinSeconds: joined.cpu[i],
+      cpuLeaveSeconds: left[i].cpu - closing[i].cpu,
       idleCpuPerSecond: idleRate,
       cpuCursorNetSeconds: Math.max(0, cursored.cpu[i] - idleRate * cursored.seconds),
     };
@@ -372,7 +377,6 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   if (target === 'gateway') {
     const together: Record<string, number> = Object.assign({}, ...closed.replies.map((r) => r.together));
     (globalThis as { spans?: unknown }).spans = Object.assign({}, ...closed.replies.map((r) => r.spans));
-    await new Promise((r) => setTimeout(r, 3000)); // the pause charges are written at once; leave time for the queue
     const fromRequest: Record<string, number> = Object.assign({}, ...closed.replies.map((r) => r.togetherFromRequest));
     // A saturated fleet may still be writing the departures' charges: read again (at most 90 s more)
     // while some lesson is off by more than a second; what is still off then is a billing error.
@@ -391,6 +395,8 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
 }
 
 const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
+/** After the last close: the departures' work (presence, pause charges, features) is counted until then, and billing is read then. */
+const LEAVE_SETTLE_MS = 3000;
 
 async function checkBilling(lessons: LessonLinks[], together: Record<string, number>, fromRequest: Record<string, number>) {
   const g = globalThis as unknown as { apiBase: string; apiKeys: string[] };

@@ -19,6 +19,8 @@ export interface NodeResult {
   cpuCursorSeconds: number;
   /** the join phase's CPU (from the first join to the last welcome) */
   cpuJoinSeconds: number;
+  /** from the first close to 3 s after the last (the departures' presence changes, pause charges, features' cleanup) */
+  cpuLeaveSeconds: number;
   /** CPU s per second while every connection is held and nobody sends (pings, leases, metering flush) */
   idleCpuPerSecond: number;
   /** the cursor phase's CPU less the idle rate over it */
@@ -90,6 +92,8 @@ function figures(nodes: NodeResult[], sent: number) {
     cpuPer1000: (sum(nodes.map((n) => n.cpuCursorSeconds)) / sent) * 1000,
     /** what a join costs the servers whether or not the machine keeps up: the join phase's CPU per connection held */
     cpuMsPerJoin: held > 0 ? (sum(nodes.map((n) => n.cpuJoinSeconds)) / held) * 1000 : NaN,
+    /** the same for the departures: from the first close to 3 s after the last, per connection held */
+    cpuMsPerLeave: held > 0 ? (sum(nodes.map((n) => n.cpuLeaveSeconds)) / held) * 1000 : NaN,
     idleCpuPerSecond: sum(nodes.map((n) => n.idleCpuPerSecond)),
     cpuPer1000Net: (sum(nodes.map((n) => n.cpuCursorNetSeconds)) / sent) * 1000,
   };
@@ -125,6 +129,7 @@ export function printReport(results: Result[], p: RunParams): void {
     ['bytes per connection (RSS grown while joining, read at the end of the idle hold / connections held)', (_, f) => fmt(f.bytesPerConnection, 0)],
     ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
     ['server CPU ms per join (the join phase\'s CPU / connections held)', (_, f) => fmt(f.cpuMsPerJoin, 3)],
+    ['server CPU ms per departure (from the first close to 3 s after the last / connections held)', (_, f) => fmt(f.cpuMsPerLeave, 3)],
     ['server CPU s per 1,000 cursor messages', (_, f) => fmt(f.cpuPer1000, 4)],
     ['server CPU s per second idle (all held, nobody sending; the fleet)', (_, f) => fmt(f.idleCpuPerSecond, 4)],
     ['server CPU s per 1,000 cursor messages, net of idle', (_, f) => fmt(f.cpuPer1000Net, 4)],
