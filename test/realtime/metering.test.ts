@@ -74,7 +74,7 @@ describe('sessions', () => {
     await leave(a);
   });
 
-  it('a class leaving at once: lessons paused in the same moment share a charge, each billed its own seconds to its own partner', async () => {
+  it('a class leaving at once: lessons paused in the same moment (one pause batch) are each billed their own seconds, to their own partner', async () => {
     const lessons = [];
     for (let k = 0; k < 5; k++) {
       const f = await lesson();
