@@ -14,7 +14,7 @@ export interface GatewayMemoryMode {
 /** GATEWAY_SIZE_MODE_BURST_JOINS when empty */
 const SIZE_MODE_BURST_JOINS_DEFAULT = 100;
 /** the join rate is sampled this often ... */
-export const BURST_SAMPLE_MS = 200;
+const BURST_SAMPLE_MS = 200;
 /** ... and size mode comes back after this many samples in a row below the burst rate (2 s) */
 export const BURST_QUIET_SAMPLES = 10;
 

@@ -26,8 +26,8 @@ const START_BATCH_MAX = 200;
  * class leaving pauses hundreds of meters a second, and a charge alone is a
  * transaction of eight statements that locks its partner's row (a saturated
  * fleet still had them unwritten 105 s after a class left: docs/benchmarks.md,
- * 2026-11-26 evening). A charge is a watermark dated when the meter paused, so the wait
- * changes no figure; the lesson's queue waits for its batch to commit.
+ * 2026-11-26 evening). A charge is a watermark dated when the meter paused, so
+ * the wait changes no figure; the lesson's queue waits for its batch to commit.
  */
 const PAUSE_BATCH_MS = 50;
 /**
