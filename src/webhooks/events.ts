@@ -72,13 +72,16 @@ async function requireWebhook(tx: Db, partnerId: string): Promise<void> {
 
 export const TEST_EVENT_MESSAGE = 'This is a test event. Your webhook endpoint is reachable and can verify our signature.';
 
-/** POST /webhook/test: records a `webhook.test` event, which the dispatcher delivers like any other. */
+/**
+ * POST /webhook/test: records a `webhook.test` event, which the dispatcher
+ * delivers like any other. Read back in the same transaction, as redeliver is.
+ */
 export async function sendTestEvent(sql: Sql, partnerId: string, at: Date): Promise<EventWithDelivery> {
-  const id = await sql.begin(async (tx) => {
+  return sql.begin(async (tx) => {
     await requireWebhook(tx, partnerId);
-    return (await recordEvent(tx, partnerId, 'webhook.test', { message: TEST_EVENT_MESSAGE }, at)).id;
+    const id = (await recordEvent(tx, partnerId, 'webhook.test', { message: TEST_EVENT_MESSAGE }, at)).id;
+    return (await getEvent(tx, partnerId, id))!;
   });
-  return (await getEvent(sql, partnerId, id))!;
 }
 
 /**
@@ -86,10 +89,12 @@ export async function sendTestEvent(sql: Sql, partnerId: string, at: Date): Prom
  * due now, with a full set of attempts (a new round). Works for any event of
  * the partner, delivered or not, also one recorded while no webhook was set.
  * An attempt of the previous round still in flight finishes first and no
- * longer changes the delivery's state.
+ * longer changes the delivery's state. The answer is read in the same
+ * transaction, so it shows the new round as this request left it (pending,
+ * 0 attempts), not a first attempt the dispatcher made after the commit.
  */
 export async function redeliverEvent(sql: Sql, partnerId: string, eventId: number, at: Date): Promise<EventWithDelivery> {
-  await sql.begin(async (tx) => {
+  return sql.begin(async (tx) => {
     const [e] = await tx`SELECT 1 FROM events WHERE id = ${eventId} AND partner_id = ${partnerId}`;
     if (!e) throw Errors.notFound('Event');
     await requireWebhook(tx, partnerId);
@@ -99,8 +104,8 @@ export async function redeliverEvent(sql: Sql, partnerId: string, eventId: numbe
         state = 'pending', round = webhook_deliveries.round + 1, attempts = 0,
         next_attempt_at = EXCLUDED.next_attempt_at, delivered_at = NULL`;
     await tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${String(eventId)})`;
+    return (await getEvent(tx, partnerId, eventId))!;
   });
-  return (await getEvent(sql, partnerId, eventId))!;
 }
 
 export interface DeliveryAttempt {
