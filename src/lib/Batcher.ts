@@ -12,10 +12,13 @@
  * cannot take every pool connection. While every slot is busy, what arrives
  * waits and goes in one batch when a slot frees (group commit): the busier
  * Postgres is, the larger and fewer the batches, instead of a queue of small
- * ones each paying its own round trips.
+ * ones each paying its own round trips. A freed slot still honours `delayMs`:
+ * it takes what waits once the oldest of it has waited `delayMs` (or `max`
+ * items wait), not at once, which under a steady stream would start a batch
+ * of a few items each time a batch ends.
  */
 export class Batcher<I, O = void> {
-  private pending: { item: I; done: (o: O) => void; fail: (err: unknown) => void }[] = [];
+  private pending: { item: I; at: number; done: (o: O) => void; fail: (err: unknown) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private readonly running = new Set<Promise<void>>();
@@ -31,7 +34,7 @@ export class Batcher<I, O = void> {
 
   add(item: I): Promise<O> {
     return new Promise<O>((done, fail) => {
-      this.pending.push({ item, done, fail });
+      this.pending.push({ item, at: performance.now(), done, fail });
       if (this.pending.length >= this.opts.max) this.flush();
       else if (this.opts.delayMs > 0) this.timer ??= setTimeout(() => this.flush(), this.opts.delayMs);
       else this.immediate ??= setImmediate(() => this.flush());
@@ -55,6 +58,14 @@ export class Batcher<I, O = void> {
     }
   }
 
+  /** A batch ended: what waits goes now if it has waited `delayMs` (or fills a batch), else when it has. */
+  private slotFreed(): void {
+    if (this.pending.length === 0) return;
+    const wait = this.pending[0].at + this.opts.delayMs - performance.now();
+    if (wait <= 0 || this.pending.length >= this.opts.max) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), wait);
+  }
+
   private start(batch: typeof this.pending): void {
     const run = Promise.resolve()
       .then(() => this.runBatch(batch.map((b) => b.item)))
@@ -64,7 +75,7 @@ export class Batcher<I, O = void> {
       )
       .finally(() => {
         this.running.delete(run);
-        this.flush();
+        this.slotFreed();
       });
     this.running.add(run);
   }

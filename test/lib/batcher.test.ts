@@ -69,4 +69,25 @@ describe('Batcher', () => {
     expect(await good).toBe(20);
     expect(g.batches).toEqual([[-1, 1], [2]]);
   });
+
+  it('a freed slot honours delayMs: under a steady stream a batch waits for its oldest item to have waited delayMs, not for the slot alone', async () => {
+    // each item is the time it was added; each batch takes 6 ms, far less than the 20 ms window
+    const started: { at: number; items: number[] }[] = [];
+    const b = new Batcher<number, void>(async (items) => {
+      started.push({ at: performance.now(), items });
+      await new Promise((r) => setTimeout(r, 6));
+      return items.map(() => undefined);
+    }, { delayMs: 20, max: 1000, concurrency: 2 });
+    const until = performance.now() + 150;
+    const all: Promise<void>[] = [];
+    while (performance.now() < until) {
+      all.push(b.add(performance.now()));
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await Promise.all(all);
+    expect(started.flatMap((s) => s.items)).toHaveLength(all.length);
+    // Before, a batch ending started the next at once: a batch of the few items of its 6 ms, each time.
+    for (const s of started) expect(s.at - s.items[0]).toBeGreaterThanOrEqual(19);
+    expect(started.length).toBeLessThanOrEqual(Math.ceil(150 / 20) + 1);
+  });
 });
