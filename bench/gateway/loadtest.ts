@@ -342,6 +342,8 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const perNode: NodeResult[] = nodes.map((_, i) => {
     const join = new Histogram();
     for (const r of joined.replies) join.merge(new Histogram(r.join[i]));
+    const joinFirst = new Histogram();
+    for (const r of joined.replies) joinFirst.merge(new Histogram(r.joinFirst[i]));
     const fan = new Histogram();
     for (const r of cursored.replies) fan.merge(new Histogram(r.fanout[i]));
     const errors: Record<string, number> = {};
@@ -351,6 +353,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       held: joined.replies.reduce((s, r) => s + r.held[i], 0),
       heldAfterIdle: counted.reduce((s, r) => s + r.held[i], 0),
       join,
+      joinFirst,
       fan,
       errors,
       rssBeforeMb: start[i].rssMb,

@@ -7,6 +7,8 @@ export interface NodeResult {
   held: number;
   heldAfterIdle: number;
   join: Histogram;
+  /** the join latency of the lessons' first arrivals only (their lesson opens with them) */
+  joinFirst: Histogram;
   /** cursor fan-out, by the receiver's node */
   fan: Histogram;
   /** unexpected closes (`closed:<code>`), socket errors, refused upgrades (`upgrade:<status>`), error frames */
@@ -64,10 +66,12 @@ function closes(errors: Record<string, number>): { abnormal: number; refused503:
 /** The figures of a set of nodes taken together (one node, or the whole fleet). */
 function figures(nodes: NodeResult[], sent: number) {
   const join = new Histogram();
+  const joinFirst = new Histogram();
   const fan = new Histogram();
   const errors: Record<string, number> = {};
   for (const n of nodes) {
     join.merge(n.join);
+    joinFirst.merge(n.joinFirst);
     fan.merge(n.fan);
     for (const [k, v] of Object.entries(n.errors)) errors[k] = (errors[k] ?? 0) + v;
   }
@@ -80,6 +84,8 @@ function figures(nodes: NodeResult[], sent: number) {
     errors,
     joinP50: join.percentile(50),
     joinP99: join.percentile(99),
+    joinFirstP50: joinFirst.percentile(50),
+    joinFirstP99: joinFirst.percentile(99),
     fanoutP50: fan.percentile(50),
     fanoutP99: fan.percentile(99),
     rssBeforeMb: sum(nodes.map((n) => n.rssBeforeMb)),
@@ -121,6 +127,7 @@ export function printReport(results: Result[], p: RunParams): void {
     ['unexpected closes: 1006 / other (closes, socket errors, upgrades refused with another status)', (_, f) => `${f.abnormal} / ${f.other}`],
     ['upgrades refused with 503 (a full node: the connection cap)', (r, f) => (r.nodes.length > 1 ? `${f.refused503} (per node ${r.nodes.map((n) => closes(n.errors).refused503).join(', ')})` : `${f.refused503}`)],
     ['join latency p50 / p99 (ms)', (_, f) => `${fmt(f.joinP50)} / ${fmt(f.joinP99)}`],
+    ["join latency of the lessons' first arrivals p50 / p99 (ms)", (_, f) => `${fmt(f.joinFirstP50)} / ${fmt(f.joinFirstP99)}`],
     ['join latency, cold: the warm-up joins, p50 / p99 (ms)', (r) => `${fmt(r.coldJoinP50)} / ${fmt(r.coldJoinP99)}`],
     ['cursor fan-out p50 / p99 (ms)', (_, f) => `${fmt(f.fanoutP50)} / ${fmt(f.fanoutP99)}`],
     ['cursor messages sent / deliveries', (r) => `${r.sent} / ${r.delivered} of ${r.expected}`],

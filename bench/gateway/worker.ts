@@ -25,6 +25,8 @@ interface Conn {
   lesson: number;
   node: number;
   startedAt: number;
+  /** the lesson's first connection (its lesson opens on the node with it) */
+  first: boolean;
   welcomeAt?: number;
   closeAt?: number;
   closing: boolean;
@@ -37,6 +39,8 @@ const conns: Conn[] = [];
 const byLesson: Conn[][] = [];
 /** per server node: join and fan-out latency (the fan-out by the receiver's node), errors */
 let joinHist: Histogram[] = [];
+/** the same for the lessons' first arrivals only */
+let joinFirstHist: Histogram[] = [];
 let fanoutHist: Histogram[] = [];
 let errors: Record<string, number>[] = [];
 const sendTimes = new Map<number, number>();
@@ -56,8 +60,8 @@ function decode(c: Conn, text: string): { type: string; x?: number; code?: strin
 }
 const encode = (frame: string) => (init.proto === 'json' ? frame : `42["message",${frame}]`);
 
-function open(lesson: number, url: string, node: number, addr: string): Conn {
-  const c: Conn = { ws: new WebSocket(url, { localAddress: addr, perMessageDeflate: false }), lesson, node, startedAt: performance.now(), closing: false };
+function open(lesson: number, url: string, node: number, addr: string, first = false): Conn {
+  const c: Conn = { ws: new WebSocket(url, { localAddress: addr, perMessageDeflate: false }), lesson, node, startedAt: performance.now(), first, closing: false };
   c.ws.on('message', (data) => {
     const now = performance.now();
     const m = decode(c, data.toString());
@@ -71,6 +75,7 @@ function open(lesson: number, url: string, node: number, addr: string): Conn {
     } else if (m.type === 'welcome') {
       c.welcomeAt = now;
       joinHist[node].record(now - c.startedAt);
+      if (c.first) joinFirstHist[node].record(now - c.startedAt);
     } else if (m.type === 'error') {
       err(node, `error:${m.code}`);
     }
@@ -118,7 +123,7 @@ async function join(): Promise<void> {
   init.lessons.forEach((_, i) => (byLesson[i] = []));
   await paced(order.length, init.joinRate, (i) => {
     const [lesson, k] = order[i];
-    const c = open(lesson, init.lessons[lesson].urls[k], init.lessons[lesson].nodes[k], init.localAddresses[i % init.localAddresses.length]);
+    const c = open(lesson, init.lessons[lesson].urls[k], init.lessons[lesson].nodes[k], init.localAddresses[i % init.localAddresses.length], k === 0);
     conns.push(c);
     byLesson[lesson].push(c);
   });
@@ -128,7 +133,7 @@ async function join(): Promise<void> {
   }
   const held = new Array<number>(init.nodeCount).fill(0);
   for (const c of conns) if (c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN) held[c.node]++;
-  send({ ev: 'joined', held, join: sparse(joinHist), errors });
+  send({ ev: 'joined', held, join: sparse(joinHist), joinFirst: sparse(joinFirstHist), errors });
 }
 
 /** Connections still open and welcomed, per node (after the idle hold: none should have gone). */
@@ -208,6 +213,7 @@ process.on('message', (m: { cmd: string }) => {
   if (m.cmd === 'init') {
     init = m as Init;
     joinHist = Array.from({ length: init.nodeCount }, () => new Histogram());
+    joinFirstHist = Array.from({ length: init.nodeCount }, () => new Histogram());
     fanoutHist = Array.from({ length: init.nodeCount }, () => new Histogram());
     errors = Array.from({ length: init.nodeCount }, () => ({}));
     send({ ev: 'ready' });
