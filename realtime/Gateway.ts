@@ -171,28 +171,6 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     return this.connSeq;
   }
 
-  /**
-   * A link to the lesson passed the link check and its socket may follow:
-   * the lesson opens here now (bus subscription, the features' lesson state,
-   * the meter seed), while the rest of the admission runs (the features'
-   * `admit`, the upgrade), instead of after it. For a lesson's first arrival
-   * these were two waits one after the other. Returns the release, to call
-   * once when the admission ends, with the socket open or without one; the
-   * lesson then closes if nobody is in it. Nothing of presence happens here:
-   * the person counts only from `open`.
-   */
-  expect(lessonId: string): () => void {
-    const lesson = this.lessonFor(lessonId);
-    lesson.expected++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      lesson.expected--;
-      if (lesson.expected === 0 && lesson.conns.size === 0 && !lesson.closed) this.closeLesson(lesson);
-    };
-  }
-
   /** A socket finished its upgrade with an admitted link. */
   open(socket: SocketLike, link: ResolvedLink, ip: string, upgradeAt = performance.now()): ClientConnection {
     const c = this.deps.config;
@@ -208,11 +186,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       upgradeAt,
     );
     this.connCount++;
+    const fresh = !this.lessons.has(link.lesson_id);
     const lesson = this.lessonFor(link.lesson_id);
     // past the cap the person's oldest sockets go (4409): a new tab wins over a forgotten one
     for (const old of lesson.add(conn, now)) old.close('replaced');
     conn.joined = this.track(
-      this.join(conn, lesson).catch((err) => {
+      this.join(conn, lesson, fresh).catch((err) => {
         this.log.error({ err, conn: conn.id, lesson_id: conn.lessonId }, 'join failed');
         conn.close('internal');
       }),
@@ -279,7 +258,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     conn.state = 'closed';
     this.certainty.departing(conn, at);
     const lesson = this.lessons.get(conn.lessonId);
-    if (lesson?.remove(conn) && lesson.expected === 0) this.closeLesson(lesson);
+    if (lesson?.remove(conn)) this.closeLesson(lesson);
     if (conn.drained) this.track(conn.joined.then(() => sleep(DRAIN_LEAVE_GRACE_MS)).then(() => this.leave(conn, at)));
     else this.track(conn.joined.then(() => this.leave(conn, at)));
   }
@@ -347,11 +326,15 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 
   // ---- presence ------------------------------------------------------------
 
-  private async join(conn: ClientConnection, lesson: Lesson): Promise<void> {
+  private async join(conn: ClientConnection, lesson: Lesson, freshLesson: boolean): Promise<void> {
     const t0 = performance.now();
-    // The lesson's first join here takes the meter seed read when the lesson opened (lessonFor).
-    const seedRead = lesson.seed;
-    lesson.seed = undefined;
+    // A lesson new on this node is often new to Redis too (its first arrival):
+    // read its meter seed from Postgres while the lesson opens (the bus
+    // subscribes, the board loads), instead of after Redis asks for it (two round
+    // trips more before welcome). Used only if Redis has no meter for the
+    // lesson, and then no node has written the lesson's meter since: a node
+    // flushes a meter only while Redis holds it.
+    const seedRead = freshLesson && this.loadSeed ? this.loadSeed(conn.lessonId).catch(() => undefined) : undefined;
     // Presence registers only once the lesson is open here (the board loaded): registering while it
     // loads would save one Redis round trip per first arrival, but two arrivals whose board then
     // fails to load would start a session, end it at zero length and send lesson.started (tested in
@@ -656,12 +639,6 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     );
     l.ready = this.track(this.openLesson(l));
     l.ready.catch(() => undefined);
-    // A lesson new on this node is often new to Redis too (its first arrival): its meter seed is
-    // read from Postgres while the lesson opens (the bus subscribes, the board loads), instead of
-    // after Redis asks for it (two round trips more before welcome). Used only if Redis has no
-    // meter for the lesson, and then no node has written the lesson's meter since: a node flushes
-    // a meter only while Redis holds it.
-    l.seed = this.loadSeed?.(lessonId).catch(() => undefined);
     this.lessons.set(lessonId, (lesson = l));
     return lesson;
   }

@@ -252,14 +252,10 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
   const customPage = gw.featureList().find((f) => f.embedPage)?.embedPage;
   const customRefusal = gw.featureList().find((f) => f.refusalPage)?.refusalPage;
   const admits = gw.featureList().filter((f) => f.admit);
-  /**
-   * The link check, then the features' (a participant removed by the teacher). `onLink` hears the
-   * link as soon as it checked, before the features' checks (the upgrade opens its lesson then).
-   */
-  const checkLink = async (token: string | undefined, onLink?: (link: ResolvedLink) => void): Promise<LinkCheck> => {
+  /** The link check, then the features' (a participant removed by the teacher). */
+  const checkLink = async (token: string | undefined): Promise<LinkCheck> => {
     const check = await admission.checkLink(token);
     if (!check.ok) return check;
-    onLink?.(check.link);
     for (const f of admits) {
       const refusal = await f.admit!(check.link);
       if (refusal) return refusal;
@@ -356,27 +352,18 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
         release();
       });
       const t0 = performance.now();
-      // the lesson opens here once the link checked, while the features check it (Gateway.expect)
-      let expected: (() => void) | undefined;
-      const expect = (link: ResolvedLink) => {
-        if (!aborted && accepting && !gw.isDraining) expected = gw.expect(link.lesson_id);
-      };
-      checkLink(token, expect).then(
+      checkLink(token).then(
         (check) => {
           if (gw.log.isLevelEnabled('debug')) gw.log.debug({ check_ms: +(performance.now() - t0).toFixed(2) }, 'link checked');
-          if (aborted) return expected?.();
+          if (aborted) return;
           if (!check.ok || !accepting || gw.isDraining) {
             release();
-            expected?.();
             return check.ok ? refuse(res, refusals.unavailable, 'draining') : refuse(res, check, check.code);
           }
           upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip, upgradeAt: t0 }, key, protocol, extensions, context));
-          // after `open` (uWS calls it inside upgrade): the lesson now has the socket
-          expected?.();
         },
         (err) => {
           gw.log.warn({ err: (err as Error).message }, 'link check failed');
-          expected?.();
           if (aborted) return;
           release();
           refuse(res, refusals.unavailable, 'unavailable');

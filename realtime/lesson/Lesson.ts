@@ -3,7 +3,6 @@ import type { Envelope, LessonBus, Outgoing } from '../bus/LessonBus.js';
 import { TokenBucket } from '../lib/TokenBucket.js';
 import type { CloseCodeName } from '../protocol/closeCodes.js';
 import type { Logger } from '../../src/logger.js';
-import type { MeterSeed } from '../../src/metering/meters.js';
 
 /**
  * Delivery to the connections of a lesson on this node. The uWS transport
@@ -75,12 +74,10 @@ export function frameType(frame: string): string {
  * fan-out). Features address the lesson or one person through it; whatever
  * goes to other nodes goes in one envelope on one channel (bus/LessonBus.ts).
  *
- * Life: the Gateway opens it when a link to it passed the link check here
- * (`Gateway.expect`, so the opening runs while the admission finishes), or
- * with its first socket (`ready` settles once the bus subscription and every
- * feature's `onLessonOpen` are done, before any of its sockets gets `welcome`)
- * and closes it when its last socket has gone and no admission is under way
- * (unsubscribe, the features' `onLessonClose`). Presence and metering across nodes are not here
+ * Life: the Gateway opens it with its first socket (`ready` settles once the
+ * bus subscription and every feature's `onLessonOpen` are done, before any of
+ * its sockets gets `welcome`) and closes it with its last (unsubscribe, the
+ * features' `onLessonClose`). Presence and metering across nodes are not here
  * (Presence, Meter).
  */
 export class Lesson {
@@ -96,10 +93,6 @@ export class Lesson {
   /** settles once the bus subscription and the features' onLessonOpen are done; rejects if one failed */
   ready: Promise<void> = Promise.resolve();
   closed = false;
-  /** admissions under way whose socket may join (Gateway.expect): the lesson stays open for them */
-  expected = 0;
-  /** the meter seed read when the lesson opened here, for its first join (Gateway.join) */
-  seed: Promise<MeterSeed | undefined> | undefined;
   private readonly recent: { seq: number; frame: string; exceptPerson?: string }[] = [];
   private readonly slots = new Map<string, unknown>();
   private readonly heardCloses = new Map<string, { code: CloseCodeName; at: number }>();
