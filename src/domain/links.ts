@@ -8,6 +8,9 @@ import type { Role } from './enums.js';
 
 export type { Role };
 
+/** A link lives at most this long (the spec's `ttl_minutes`, 15-720): a removal older than that can refuse no link still valid. */
+export const LINK_TTL_MINUTES_MAX = 720;
+
 interface LinkInput {
   user: { id: string; name: string; role: Role };
   ttl_minutes: number;

@@ -1,25 +1,13 @@
 import { PARTICIPANT_REMOVED_CHANNEL } from '../../../src/db/channels.js';
 import type { Sql } from '../../../src/db/index.js';
 import type { Deps } from '../../../src/deps.js';
-import type { ResolvedLink } from '../../../src/domain/links.js';
-import { Batcher } from '../../../src/lib/Batcher.js';
+import { LINK_TTL_MINUTES_MAX, type ResolvedLink } from '../../../src/domain/links.js';
 import { personIdOf } from '../../Gateway.js';
 
-/** Lessons whose removals this node keeps (oldest dropped first; a dropped one is read again when needed). */
-const LESSONS_MAX = 20_000;
-/** First checks of lessons arriving within this many ms share one statement (a class arriving). */
-const LOAD_BATCH_MS = 1;
-const LOAD_BATCH_MAX = 100;
-
-const NOBODY: ReadonlySet<string> = new Set();
-
-/** What this node knows of one lesson's removals: the people with a removal row, once read. */
-interface Known {
-  /** removed people (public ids); undefined while there are none */
-  persons?: Set<string>;
-  /** set while the lesson's rows are being read */
-  ready?: Promise<void>;
-}
+/** A removal refuses links issued at or before it, and none lives longer than this: older removals refuse nothing. */
+const RELEVANT_MS = LINK_TTL_MINUTES_MAX * 60_000;
+/** Read a little further back than that: the node's clock and the database's differ. */
+const RELEVANT_MARGIN_MS = 5 * 60_000;
 
 /**
  * Removals by a teacher, durable in Postgres (migrations/007_board_wiring.sql):
@@ -27,50 +15,45 @@ interface Known {
  * refused for as long as they would be valid; a link issued later works.
  *
  * The check runs on every upgrade and page load, so it reads Postgres only
- * where a removal can matter. Each node keeps, per lesson, who has a removal
- * row: read once when the lesson is first checked here (first checks of one
- * millisecond share one statement), then kept current by the
- * `participant_removed` notification every removal sends in its own
- * statement, and by the remover's node directly. A person not in the set is
- * not removed: no read. A person in it (rare: a removed person coming back)
- * gets the exact check (their link issued at or before the removal?). The
- * sets are dropped whenever the LISTEN connection (re)connects, as
- * Admission's links are, because a removal may have been missed meanwhile;
- * and a removal heard over the bus first (the lesson's `heardClose`) is
- * checked exactly whatever the set says (`rumoured`).
+ * where a removal can matter. Each node keeps who has a removal row, in every
+ * lesson, for the removals that can still refuse a link: made within the
+ * longest link lifetime (12 h). It reads them once when it starts and again
+ * whenever its LISTEN connection (re)connects (a removal may have been missed
+ * meanwhile), and keeps them current by the `participant_removed`
+ * notification every removal sends in its own statement, and by the
+ * remover's node directly. So a lesson's first arrival on a node waits for no
+ * read (before, each lesson's first check read its rows). A person not in the
+ * set is not removed: no read. A person in it (rare: a removed person coming
+ * back) gets the exact check (their link issued at or before the removal?).
+ * A removal heard over the bus first (the lesson's `heardClose`) is checked
+ * exactly whatever the set says (`rumoured`).
  */
 export class Removals {
-  private readonly lessons = new Map<string, Known>();
-  private readonly loads: Batcher<string, string[]>;
+  /** lesson -> removed person (public id) -> when this node learnt of the removal, or its time if read (ms) */
+  private removed = new Map<string, Map<string, number>>();
+  /** the set being read after a (re)connect: what is heard meanwhile goes into both */
+  private reading: Map<string, Map<string, number>> | undefined;
+  /** settles once the set read at the last (re)connect is in place; undefined before start or after a failed read */
+  private loaded: Promise<void> | undefined;
+  /** entries kept after the last pruning (the set is pruned of removals past RELEVANT_MS as it grows) */
+  private sizeAtPrune = 0;
+  private size = 0;
   private unlisten: (() => Promise<void>) | undefined;
-  /** statements run by checks (lesson reads and exact checks; a figure for tests and benchmarks) */
+  /** statements run by checks and set reads (a figure for tests and benchmarks) */
   readsMade = 0;
 
   private readonly sql: Sql;
   /** the read pool (Deps.readSql) */
   private readonly reads: Sql;
+  private readonly clock: Deps['clock'];
 
-  constructor(deps: Pick<Deps, 'sql' | 'readSql' | 'config'>) {
+  constructor(deps: Pick<Deps, 'sql' | 'readSql' | 'config' | 'clock'>) {
     this.sql = deps.sql;
     this.reads = deps.readSql;
-    this.loads = new Batcher(
-      async (lessonIds) => {
-        this.readsMade++;
-        const rows = await this.reads<{ lesson_id: string; person_id: string }[]>`
-          SELECT lesson_id, person_id FROM lesson_removals WHERE lesson_id = ANY(${lessonIds}::text[])`;
-        const by = new Map<string, string[]>();
-        for (const r of rows) {
-          const list = by.get(r.lesson_id);
-          if (list) list.push(r.person_id);
-          else by.set(r.lesson_id, [r.person_id]);
-        }
-        return lessonIds.map((id) => by.get(id) ?? []);
-      },
-      { delayMs: LOAD_BATCH_MS, max: LOAD_BATCH_MAX, concurrency: deps.config.DATABASE_READ_POOL_SIZE },
-    );
+    this.clock = deps.clock;
   }
 
-  /** Hears removals from now on; forgets every lesson's set on each (re)connect of the LISTEN connection. */
+  /** Hears removals from now on; reads the set again on each (re)connect of the LISTEN connection. */
   async start(): Promise<void> {
     const req = await this.sql.listen(
       PARTICIPANT_REMOVED_CHANNEL,
@@ -82,15 +65,18 @@ export class Removals {
           // not ours to crash on: a malformed notice is a missed one, and the exact check stays right for the rumoured
         }
       },
-      () => this.lessons.clear(),
+      () => this.read(),
     );
     this.unlisten = req.unlisten;
+    // the first check waits for this read (known()); a failed one is tried again by the next check
+    this.loaded ??= this.read();
   }
 
   async stop(): Promise<void> {
     await this.unlisten?.();
     this.unlisten = undefined;
-    this.lessons.clear();
+    this.removed.clear();
+    this.loaded = undefined;
   }
 
   /** Records the removal (again: a later removal also refuses links issued in between) and announces it to every node. */
@@ -112,7 +98,7 @@ export class Removals {
    */
   async isRemoved(link: ResolvedLink, rumoured = false): Promise<boolean> {
     const personId = personIdOf(link);
-    if (!rumoured && !(await this.removedIn(link.lesson_id)).has(personId)) return false;
+    if (!rumoured && !(await this.known()).get(link.lesson_id)?.has(personId)) return false;
     this.readsMade++;
     const rows = await this.reads`
       SELECT 1 FROM lesson_removals r JOIN links k ON k.id = ${link.link_id}
@@ -121,35 +107,67 @@ export class Removals {
     return rows.length > 0;
   }
 
-  /** The lesson's removed people, read once per lesson (and LISTEN connection). */
-  private async removedIn(lessonId: string): Promise<ReadonlySet<string>> {
-    let known = this.lessons.get(lessonId);
-    if (!known) {
-      // in the map before the read: a notification heard while it runs is kept
-      const entry: Known = (known = {});
-      this.keep(lessonId, entry);
-      entry.ready = this.loads.add(lessonId).then(
-        (persons) => {
-          entry.ready = undefined;
-          for (const p of persons) (entry.persons ??= new Set()).add(p);
-        },
-        (err) => {
-          if (this.lessons.get(lessonId) === entry) this.lessons.delete(lessonId);
-          throw err;
-        },
-      );
-    }
-    if (known.ready) await known.ready;
-    return known.persons ?? NOBODY;
+  /** The set, once read (read again if the last read failed: the check fails meanwhile, as a read would). */
+  private known(): Promise<Map<string, Map<string, number>>> {
+    const loaded = (this.loaded ??= this.read());
+    return loaded.then(() => this.removed);
+  }
+
+  /**
+   * Reads the removals that can still refuse a link into a new set; what is heard while the read
+   * runs goes into both. Runs after LISTEN is in place, so nothing committed after the read's
+   * snapshot goes unheard.
+   */
+  private read(): Promise<void> {
+    const next = new Map<string, Map<string, number>>();
+    this.reading = next;
+    this.readsMade++;
+    const since = new Date(this.clock.now().getTime() - RELEVANT_MS - RELEVANT_MARGIN_MS);
+    const done = this.reads<{ lesson_id: string; person_id: string; removed_at: Date }[]>`
+      SELECT lesson_id, person_id, removed_at FROM lesson_removals WHERE removed_at > ${since}`.then(
+      (rows) => {
+        for (const r of rows) add(next, r.lesson_id, r.person_id, r.removed_at.getTime());
+        if (this.reading !== next) return; // a newer read replaced this one
+        this.reading = undefined;
+        this.removed = next;
+        this.size = this.sizeAtPrune = count(next);
+      },
+      (err) => {
+        if (this.loaded === done) this.loaded = undefined;
+        if (this.reading === next) this.reading = undefined;
+        throw err;
+      },
+    );
+    done.catch(() => undefined);
+    this.loaded = done;
+    return done;
   }
 
   private heard(lessonId: string, personId: string): void {
-    const known = this.lessons.get(lessonId);
-    if (known) (known.persons ??= new Set()).add(personId);
+    const now = this.clock.now().getTime();
+    add(this.removed, lessonId, personId, now);
+    if (this.reading) add(this.reading, lessonId, personId, now);
+    if (++this.size > 2 * this.sizeAtPrune + 1_000) this.prune(now);
   }
 
-  private keep(lessonId: string, known: Known): void {
-    this.lessons.set(lessonId, known);
-    if (this.lessons.size > LESSONS_MAX) this.lessons.delete(this.lessons.keys().next().value!);
+  /** Drops the removals that can no longer refuse a valid link. */
+  private prune(now: number): void {
+    for (const [lesson, people] of this.removed) {
+      for (const [person, at] of people) if (at < now - RELEVANT_MS - RELEVANT_MARGIN_MS) people.delete(person);
+      if (people.size === 0) this.removed.delete(lesson);
+    }
+    this.size = this.sizeAtPrune = count(this.removed);
   }
+}
+
+function add(set: Map<string, Map<string, number>>, lessonId: string, personId: string, at: number): void {
+  let people = set.get(lessonId);
+  if (!people) set.set(lessonId, (people = new Map()));
+  people.set(personId, Math.max(at, people.get(personId) ?? 0));
+}
+
+function count(set: Map<string, Map<string, number>>): number {
+  let n = 0;
+  for (const people of set.values()) n += people.size;
+  return n;
 }

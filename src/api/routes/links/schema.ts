@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RoleSchema } from '../../../domain/enums.js';
+import { LINK_TTL_MINUTES_MAX } from '../../../domain/links.js';
 
 export const LinksCreateSchema = z
   .object({
@@ -8,6 +9,6 @@ export const LinksCreateSchema = z
       name: z.string().min(1).max(60),
       role: RoleSchema,
     }),
-    ttl_minutes: z.number().int().min(15).max(720).default(180),
+    ttl_minutes: z.number().int().min(15).max(LINK_TTL_MINUTES_MAX).default(180),
   })
   .meta({ id: 'LinkCreate' });
