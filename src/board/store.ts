@@ -151,6 +151,13 @@ export class BoardStore {
     return rows.map((r) => r.data);
   }
 
+  /** Each lesson's board seq (0 for a board never written), in one statement: the gateway's feeds start at it. */
+  async seqs(db: Db, lessonIds: string[]): Promise<number[]> {
+    const rows = await db<{ lesson_id: string; seq: number }[]>`SELECT lesson_id, seq FROM boards WHERE lesson_id = ANY(${lessonIds}::text[])`;
+    const by = new Map(rows.map((r) => [r.lesson_id, r.seq]));
+    return lessonIds.map((id) => by.get(id) ?? 0);
+  }
+
   async head(db: Db, lessonId: string): Promise<(BoardHead & { updated_at: Date }) | undefined> {
     const [row] = await db<(BoardHead & { updated_at: Date })[]>`
       SELECT seq, pages, pinned_page_id, live_elements, live_bytes, first_content_seq, updated_at

@@ -48,6 +48,28 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     expect(read.elements).toHaveLength(60);
   });
 
+  it('starts the feeds of a class of lessons opening at once from one read of their seqs, each at its own board\'s seq', async () => {
+    const lessons = await Promise.all(Array.from({ length: 12 }, () => newLesson(nodeA.deps.sql)));
+    // half the boards written (1 to 6 operations), half never
+    for (const [i, l] of lessons.slice(0, 6).entries()) {
+      for (let k = 0; k <= i; k++) await nodeA.board.submit(l.id, { type: 'element.add', elements: [rect(`r${k}`)] }, student);
+    }
+    // a node whose read pool counts the statements sent through it
+    let statements = 0;
+    const reads = new Proxy(nodeA.deps.readSql, {
+      apply: (target, self, args) => {
+        statements++;
+        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
+      },
+    });
+    const node = new BoardService({ ...nodeA.deps, readSql: reads }, { previewDebounceMs: 60_000 });
+    const joined = await Promise.all(lessons.map((l) => node.join(l.id, recorder().listener)));
+    expect(joined.map((j) => j.seq)).toEqual([1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0]);
+    expect(statements).toBe(1);
+    for (const j of joined) j.leave();
+    await node.close();
+  });
+
   it('keeps every acknowledged operation after the node restarts, and a board reused a week later starts where it stopped', async () => {
     const clock = new ManualClock();
     const node = startNode({}, clock);

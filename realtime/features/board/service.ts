@@ -6,6 +6,11 @@ import { PreviewService } from '../../../src/board/preview.js';
 import { BoardCommitter, BoardRoom, type Ack } from './room.js';
 import { BoardOpSchema, type SequencedOp } from '../../../src/board/schema.js';
 import { BoardStore, type BoardRead } from '../../../src/board/store.js';
+import { Batcher } from '../../../src/lib/Batcher.js';
+
+/** Feeds starting within this many ms read their boards' seqs in one statement (a class arriving). */
+const SEQ_BATCH_MS = 1;
+const SEQ_BATCH_MAX = 200;
 
 export interface BoardServiceOptions {
   /** most operations of one lesson committed in one transaction */
@@ -69,6 +74,11 @@ export class BoardService {
   relay: BoardRelay | undefined;
   private readonly log: Deps['log'];
   private closed = false;
+  /**
+   * The board seqs feeds start at (and close a gap at): the lessons opening within a millisecond
+   * share one statement, as a class arriving opens hundreds at once.
+   */
+  private readonly seqs: Batcher<string, number>;
 
   constructor(
     private readonly deps: Pick<Deps, 'sql' | 'readSql' | 'clock' | 'log' | 'config'>,
@@ -94,6 +104,11 @@ export class BoardService {
         this.log.error({ err: (err as Error).message, code: (err as { code?: string }).code, lessons, attempts }, 'board commit failed: operations refused as unavailable'),
     });
     this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth, deps.config);
+    this.seqs = new Batcher((ids) => this.store.seqs(deps.readSql, ids), {
+      delayMs: SEQ_BATCH_MS,
+      max: SEQ_BATCH_MAX,
+      concurrency: deps.config.DATABASE_READ_POOL_SIZE,
+    });
   }
 
   /**
@@ -137,7 +152,7 @@ export class BoardService {
   async join(lessonId: string, listener: BoardListener): Promise<{ seq: number; leave: () => void }> {
     let entry = this.feeds.get(lessonId);
     if (!entry) {
-      const feed = new LessonFeed(this.opts.gapMs, async () => (await this.store.head(this.deps.readSql, lessonId))?.seq ?? 0);
+      const feed = new LessonFeed(this.opts.gapMs, () => this.seqs.add(lessonId));
       const created: FeedEntry = { feed, ready: this.startFeed(lessonId, feed) };
       entry = created;
       this.feeds.set(lessonId, created);
@@ -164,8 +179,7 @@ export class BoardService {
 
   /** The caller listens to the relay already: every commit after the read reaches us. */
   private async startFeed(lessonId: string, feed: LessonFeed): Promise<void> {
-    const head = await this.store.head(this.deps.readSql, lessonId);
-    feed.start(head?.seq ?? 0);
+    feed.start(await this.seqs.add(lessonId));
   }
 
   private onCommitted(lessonId: string, ops: SequencedOp[]): void {
