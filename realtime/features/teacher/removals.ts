@@ -47,7 +47,7 @@ export class Removals {
   private readonly reads: Sql;
   private readonly clock: Deps['clock'];
 
-  constructor(deps: Pick<Deps, 'sql' | 'readSql' | 'config' | 'clock'>) {
+  constructor(deps: Pick<Deps, 'sql' | 'readSql' | 'clock'>) {
     this.sql = deps.sql;
     this.reads = deps.readSql;
     this.clock = deps.clock;
