@@ -288,6 +288,9 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       }),
     );
   const sample = () => pids.map(usage);
+  // the Redis servers the target uses, when they run on this machine: their CPU is the fleet's too
+  const redisPids = target === 'gateway' || target === 'sio' ? await localRedisPids(target === 'gateway' && !!redisCluster) : [];
+  const redisCpu = () => sum(redisPids.map((p) => usage(p).cpu));
   const phase = async (workers: ChildProcess[], cmd: string, ev: string) => {
     const peak = sample().map((u) => u.rssMb);
     const timer = setInterval(() => sample().forEach((u, i) => (peak[i] = Math.max(peak[i], u.rssMb))), 250);
@@ -315,15 +318,19 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
     log(`${target}: heap snapshots before the joins: ${(await heapSnapshots(nodes, 1)).join(', ')}`);
   }
   const start = sample();
+  const redisStart = redisCpu();
 
   log(`${target}: joining ${N} connections at ${JOIN_RATE}/s over ${G} node(s)`);
   const joined = await phase(workers, 'join', 'joined');
+  const redisJoined = redisCpu();
   await new Promise((r) => setTimeout(r, 2000));
   // the servers' cost of holding the connections with nobody sending (pings, leases, metering flush)
   const idle0 = sample();
+  const redisIdle0 = redisCpu();
   const idleT = performance.now();
   await new Promise((r) => setTimeout(r, IDLE * 1000));
   const idle1 = sample();
+  const redisIdle1 = redisCpu();
   const idleSeconds = (performance.now() - idleT) / 1000;
   const counted = await Promise.all(workers.map((w) => (w.send({ cmd: 'count' }), next(w, 'counted'))));
   if (a['heap-snapshot']) log(`${target}: heap snapshots holding every connection: ${(await heapSnapshots(nodes, 2)).join(', ')}`);
@@ -331,11 +338,13 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
   const closing = sample();
+  const redisClosing = redisCpu();
   const closed = await phase(workers, 'close', 'closed');
   const end = sample();
   // what the departures cost: their presence changes, pause charges and features' cleanup run after the closes
   await new Promise((r) => setTimeout(r, LEAVE_SETTLE_MS));
   const left = sample();
+  const redisLeft = redisCpu();
   if (a['heap-snapshot']) log(`${target}: heap snapshots after every connection left: ${(await heapSnapshots(nodes, 3)).join(', ')}`);
 
   const sent = cursored.replies.reduce((s, r) => s + r.sent, 0);
@@ -377,6 +386,14 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
     delivered: cursored.replies.reduce((s, r) => s + r.received, 0),
     expected: cursored.replies.reduce((s, r) => s + r.expected, 0),
   };
+  if (redisPids.length > 0) {
+    const held = sum(perNode.map((n) => n.held));
+    result.redis = {
+      msPerJoin: ((redisJoined - redisStart) / held) * 1000,
+      idleCpuPerSecond: IDLE > 0 ? (redisIdle1 - redisIdle0) / idleSeconds : 0,
+      msPerLeave: ((redisLeft - redisClosing) / held) * 1000,
+    };
+  }
   if (target === 'gateway') {
     const together: Record<string, number> = Object.assign({}, ...closed.replies.map((r) => r.together));
     (globalThis as { spans?: unknown }).spans = Object.assign({}, ...closed.replies.map((r) => r.spans));
@@ -440,6 +457,29 @@ function next(proc: ChildProcess, ev: string): Promise<any> {
 }
 
 // ---- --redis-cluster --------------------------------------------------------
+
+/**
+ * The process ids of the Redis servers a target uses (REDIS_URL's, or the local cluster's masters),
+ * from their own INFO, when they listen on this machine's loopback ([] otherwise: their CPU is not ours to read).
+ */
+async function localRedisPids(cluster: boolean): Promise<number[]> {
+  const urls = cluster ? redisCluster!.ports.map((p) => `redis://127.0.0.1:${p}`) : [REDIS_URL];
+  const out: number[] = [];
+  for (const u of urls) {
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(u).hostname)) return [];
+    const r = new Redis(u, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await r.connect();
+      const pid = /process_id:(\d+)/.exec(await r.info('server'))?.[1];
+      if (pid) out.push(Number(pid));
+    } catch {
+      return [];
+    } finally {
+      r.disconnect();
+    }
+  }
+  return out;
+}
 
 let redisCluster: LocalRedisCluster | undefined;
 
