@@ -194,7 +194,7 @@ export class RedisPresence implements Presence {
       first: res[1] === 1,
       announce: res[2] === 1,
       count: Number(res[3]),
-      meter: parseMeter(res[4] as Reply),
+      meter: parseMeter(res[4]),
       effects: res[5] as Effect[],
       people: (res[6] as string[]).map(parsePerson),
     };
@@ -207,7 +207,7 @@ export class RedisPresence implements Presence {
       last: res[1] === 1,
       person: res[2] ? parsePerson(res[2] as string) : null,
       count: Number(res[3]),
-      meter: parseMeter(res[4] as Reply),
+      meter: parseMeter(res[4]),
       effects: res[5] as Effect[],
     };
   }
@@ -244,7 +244,7 @@ export class RedisPresence implements Presence {
         out.push({
           lessonId: r[0] as string,
           count: Number(r[1]),
-          meter: parseMeter(r[2] as Reply),
+          meter: parseMeter(r[2]),
           effects: r[3] as Effect[],
           left: (r[4] as string[]).filter(Boolean).map(parsePerson),
         });
@@ -285,7 +285,7 @@ export class RedisPresence implements Presence {
         out.push({ lessonId, due: false, count: 0, meter: null, effects: [], safeUntil: now });
         continue;
       }
-      out.push({ lessonId, due: r[2] === 1, count: Number(r[3]), meter: parseMeter(r[4] as Reply), effects: r[5] as Effect[], safeUntil: Number(r[6]) });
+      out.push({ lessonId, due: r[2] === 1, count: Number(r[3]), meter: parseMeter(r[4]), effects: r[5] as Effect[], safeUntil: Number(r[6]) });
     }
     return out;
   }
@@ -293,14 +293,14 @@ export class RedisPresence implements Presence {
   async setSession(lessonId: string, sessionId: number, startAt: number, baseMs: number, now: number): Promise<{ ok: boolean; change: Change }> {
     const res = await this.run.gwSetSession(this.key(lessonId), now, lessonId, sessionId, startAt, baseMs);
     if (res[0] === 'gone') return { ok: false, change: { count: 0, meter: null, effects: [] } };
-    return { ok: res[0] === 'ok', change: { count: Number(res[1]), meter: parseMeter(res[2] as Reply), effects: [] } };
+    return { ok: res[0] === 'ok', change: { count: Number(res[1]), meter: parseMeter(res[2]), effects: [] } };
   }
 
   async claimEnd(lessonId: string, sessionId: number, now: number) {
     const args = (seed: string) => [now, this.opts.idleMs, lessonId, sessionId, seed, rebuildMs(this.opts.leaseMs)];
     let res = await this.run.gwClaimEnd(this.key(lessonId), ...args(''));
     if (res[0] === 'seed') res = await this.run.gwClaimEnd(this.key(lessonId), ...args(await this.seed(lessonId)));
-    if (res[0] === 'end') return { kind: 'end' as const, meter: parseMeter(res[1] as Reply)! };
+    if (res[0] === 'end') return { kind: 'end' as const, meter: parseMeter(res[1])! };
     return { kind: res[0] === 'orphan' ? ('orphan' as const) : ('busy' as const) };
   }
 
@@ -308,19 +308,19 @@ export class RedisPresence implements Presence {
     const args = (seed: string) => [now, lessonId, archivedAt, seed];
     let res = await this.run.gwArchiveEnd(this.key(lessonId), ...args(''));
     if (res[0] === 'seed') res = await this.run.gwArchiveEnd(this.key(lessonId), ...args(await this.seed(lessonId)));
-    return res[0] === 'end' ? parseMeter(res[1] as Reply)! : undefined;
+    return res[0] === 'end' ? parseMeter(res[1])! : undefined;
   }
 
   async clearEnd(lessonId: string, sessionId: number, now: number): Promise<MeterState | null> {
     const res = await this.run.gwClearEnd(this.key(lessonId), now, lessonId, sessionId);
-    return res[0] === 'ok' ? parseMeter(res[1] as Reply) : null;
+    return res[0] === 'ok' ? parseMeter(res[1]) : null;
   }
 
   async orphan(lessonId: string, sessionId: number, now: number): Promise<MeterState | undefined> {
     const args = (seed: string) => [now, lessonId, sessionId, seed, rebuildMs(this.opts.leaseMs)];
     let res = await this.run.gwOrphan(this.key(lessonId), ...args(''));
     if (res[0] === 'seed') res = await this.run.gwOrphan(this.key(lessonId), ...args(await this.seed(lessonId)));
-    return res[0] === 'ok' ? parseMeter(res[1] as Reply)! : undefined;
+    return res[0] === 'ok' ? parseMeter(res[1])! : undefined;
   }
 
   async people(lessonId: string): Promise<{ count: number; seq: number; people: PublicPerson[] }> {
@@ -344,10 +344,10 @@ export function encodeSeed(s: MeterSeed): string {
   return [s.seq, s.sessionId ?? '', Math.round(s.accMs), ms(s.runningSince), ms(s.emptySince), ms(s.confirmedAt)].join('|');
 }
 
-/** The script's meter array (METER_FIELDS order) as its state (MeterMachine.parseMeterValues). */
-function parseMeter(r: Reply | undefined): MeterState | null {
-  if (!r || r.length === 0) return null;
-  return parseMeterValues(r as (string | null)[]);
+/** The script's meter string (lua.ts meter_out: METER_FIELDS' values joined by '|'; '' for none) as its state. */
+function parseMeter(r: unknown): MeterState | null {
+  if (typeof r !== 'string' || r === '') return null;
+  return parseMeterValues(r.split('|'));
 }
 
 function parsePerson(json: string): PublicPerson {

@@ -158,10 +158,13 @@ local function R(t)
   return t
 end
 
+-- The meter as one reply string, its values in FIELDS order joined by '|' (every value is a
+-- number or ''): one bulk string per meter instead of an array of 16, which both sides of every
+-- flush, arrival and departure built and parsed value by value (RedisPresence parseMeter).
 local function meter_out(m)
   local out = {}
-  for _, f in ipairs(FIELDS) do out[#out + 1] = m[f] end
-  return out
+  for i, f in ipairs(FIELDS) do out[i] = m[f] end
+  return table.concat(out, '|')
 end
 
 -- pendEnd: the session's final figures are frozen and the lesson is free for a new session.
@@ -245,7 +248,7 @@ end
 
 /**
  * join: ARGV now, idle_ms, node, conn, person, info_json, joined_window_ms, seed, rejoin, lesson
- * -> {'seed'} | {'ok', first, announce, count, meter[...], fx[...], people[...]}
+ * -> {'seed'} | {'ok', first, announce, count, meter, fx[...], people[...]}
  */
 export const JOIN = `${LIB}
 local l = ARGV[10]
@@ -286,7 +289,7 @@ return R({ 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), f
 
 /**
  * leave: ARGV now, idle_ms, conn, lesson, at (the departure's date: the socket's last sign of life), rebuild_ms
- * -> {'gone'} | {'ok', last, info, count, meter[...], fx[...]}
+ * -> {'gone'} | {'ok', last, info, count, meter, fx[...]}
  */
 export const LEAVE = `${LIB}
 local now, idle, conn, l = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -309,7 +312,7 @@ if not d then
 end
 local after = redis.call('HLEN', K(l, 'p'))
 local m = load_meter(l)
-if not m then return R({ 'ok', d[2], d[3], after, {}, {} }) end
+if not m then return R({ 'ok', d[2], d[3], after, '', {} }) end
 local fx = on_count(m, before, after, at, now, idle)
 if d[2] == 1 and #fx == 0 then bump(m, now) end
 local out = meter_out(m)
@@ -408,7 +411,7 @@ return out
 `;
 
 /**
- * reap_slot: ARGV now, idle_ms, dead_node, at -> {{lesson, count, meter[...] or {}, fx[...], left infos[...]}, ...}
+ * reap_slot: ARGV now, idle_ms, dead_node, at -> {{lesson, count, meter or '', fx[...], left infos[...]}, ...}
  * Removes every connection of the dead node in the lessons of this slot, dated
  * at (REAP_CLAIM's).
  */
@@ -439,7 +442,7 @@ for _, l in ipairs(order) do
     if not maybe_forget(l, m, after) then save_meter(l, m) end
     out[#out + 1] = { l, after, mo, fx, left }
   else
-    out[#out + 1] = { l, after, {}, {}, left }
+    out[#out + 1] = { l, after, '', {}, left }
   end
 end
 return out
@@ -448,7 +451,7 @@ return out
 /**
  * tick: ARGV now, idle_ms, flush_ms, grace_ms, start_retry_ms, rebuild_ms, node, n, then n pairs node, due (DUES),
  * then per lesson: lesson, until (every lesson of the call in the slot of KEYS[1])
- * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter[...], fx[...], safe_until}
+ * -> per lesson {lesson, 'seed'} | {lesson, 'ok', due, count, meter, fx[...], safe_until}
  * Periodic work of a node for the lessons it serves: records how far the node
  * vouches for its sockets there (until; '' none), retries a pending start,
  * settles a meter rebuilt from Postgres once every node had time to
@@ -536,7 +539,7 @@ return { 'stale', redis.call('HLEN', K(l, 'p')), meter_out(m) }
 
 /**
  * claim_end: ARGV now, idle_ms, lesson, sid, seed, rebuild_ms
- * -> {'seed'} | {'end', meter[...]} | {'busy'} | {'orphan'}
+ * -> {'seed'} | {'end', meter} | {'busy'} | {'orphan'}
  * The idle sweeper asks whether session `sid` is over. Only Redis knows who
  * is present right now, so Postgres' empty_since is confirmed here first;
  * while a new Redis state is being rebuilt from the live nodes, nobody is
@@ -567,7 +570,7 @@ return R({ 'busy' })
 `;
 
 /**
- * archive_end: ARGV now, lesson, archived_at, seed -> {'seed'} | {'end', meter[...]} | {'none'}
+ * archive_end: ARGV now, lesson, archived_at, seed -> {'seed'} | {'end', meter} | {'none'}
  * The lesson was deleted: metering stops at archived_at and the session ends then.
  */
 export const ARCHIVE_END = `${LIB}
@@ -591,13 +594,13 @@ return { 'end', meter_out(m) }
 `;
 
 /**
- * clear_end: ARGV now, lesson, sid -> {'ok'|'stale', meter[...] or {}}
+ * clear_end: ARGV now, lesson, sid -> {'ok'|'stale', meter or ''}
  * The pending end of `sid` is done in Postgres.
  */
 export const CLEAR_END = `${LIB}
 local now, l, sid = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local m = load_meter(l)
-if not m then return { 'gone', {} } end
+if not m then return { 'gone', '' } end
 if m.end_sid ~= sid then return { 'stale', meter_out(m) } end
 m.end_sid = ''; m.end_cum = ''; m.end_charge_at = ''; m.end_at = ''
 bump(m, now)
@@ -607,7 +610,7 @@ return { 'ok', out }
 `;
 
 /**
- * orphan: ARGV now, lesson, sid, seed, rebuild_ms -> {'seed'} | {'busy'} | {'ok', meter[...]}
+ * orphan: ARGV now, lesson, sid, seed, rebuild_ms -> {'seed'} | {'busy'} | {'ok', meter}
  * Postgres has a running session nobody vouched for lately. If nobody is
  * present, the meter stops when presence was last confirmed (the seed's
  * confirmed time) and the lesson counts as empty since then. Never while a
