@@ -330,14 +330,15 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const t0 = performance.now();
     // A lesson new on this node is often new to Redis too (its first arrival):
     // read its meter seed from Postgres while the lesson opens (the bus
-    // subscribes, the board loads), instead of after Redis asks for it (two round
+    // subscribes), instead of after Redis asks for it (two round
     // trips more before welcome). Used only if Redis has no meter for the
     // lesson, and then no node has written the lesson's meter since: a node
     // flushes a meter only while Redis holds it.
     const seedRead = freshLesson && this.loadSeed ? this.loadSeed(conn.lessonId).catch(() => undefined) : undefined;
-    // Presence registers only once the lesson is open here (the board loaded): registering while it
-    // loads would save one Redis round trip per first arrival, but two arrivals whose board then
-    // fails to load would start a session, end it at zero length and send lesson.started (tested in
+    // Presence registers only once the lesson is open here (subscribed, the features' lesson state
+    // set up; the board's feed does not hold this up, see BoardService.listen): registering while it
+    // opens would save one Redis round trip per first arrival, but two arrivals whose lesson then
+    // fails to open would start a session, end it at zero length and send lesson.started (tested in
     // gateway.unit.test.ts; issue 16 point 3 was weighed against this).
     try {
       await lesson.ready;

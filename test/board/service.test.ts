@@ -70,6 +70,49 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     await node.close();
   });
 
+  it("holds what a feed hears while the board's seq cannot be read, then relays in order from where the board stands", async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    let failures = 1;
+    const flaky = new Proxy(nodeB.deps.readSql, {
+      apply: (target, self, args) => {
+        if (failures-- > 0) return Promise.reject(new Error('connection terminated'));
+        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
+      },
+    });
+    // a gap time longer than the test: the second read is the one asked for below
+    const node = new BoardService({ ...nodeB.deps, readSql: flaky }, { previewDebounceMs: 60_000, gapMs: 60_000 });
+    const on = recorder();
+    const sub = node.listen(lesson.id, on.listener);
+    await expect(sub.started()).rejects.toThrow('connection terminated');
+    // heard from the relay while the feed does not know where the board stands: held
+    node.received(lesson.id, [{ seq: 2, op: { type: 'element.add', elements: [rect('b')] } } as never]);
+    expect(on.seqs).toEqual([]);
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student);
+    // the board stands at 1 (in the store, not relayed to this listener); 2 follows it at once
+    expect(await sub.started()).toBe(2);
+    expect(on.seqs).toEqual([2]);
+    sub.leave();
+    await node.close();
+  });
+
+  it('retries a failed start of its own, without a caller asking', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    let reads = 0;
+    const flaky = new Proxy(nodeB.deps.readSql, {
+      apply: (target, self, args) => {
+        if (reads++ === 0) return Promise.reject(new Error('connection terminated'));
+        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
+      },
+    });
+    const node = new BoardService({ ...nodeB.deps, readSql: flaky }, { previewDebounceMs: 60_000, gapMs: 100 });
+    const sub = node.listen(lesson.id, recorder().listener);
+    await until(() => reads === 2);
+    expect(await sub.started()).toBe(0);
+    expect(reads).toBe(2);
+    sub.leave();
+    await node.close();
+  });
+
   it('keeps every acknowledged operation after the node restarts, and a board reused a week later starts where it stopped', async () => {
     const clock = new ManualClock();
     const node = startNode({}, clock);

@@ -5,6 +5,9 @@ import { readMeterSeeds } from '../../src/metering/meters.js';
 import type { Redis } from '../../src/redis.js';
 import type { ClientConnection, SocketLike } from '../../realtime/ClientConnection.js';
 import type { GatewayFeature } from '../../realtime/features/api.js';
+import { boardFeature } from '../../realtime/features/board/feature.js';
+import { BoardService } from '../../realtime/features/board/service.js';
+import { rect } from '../board/factories.js';
 import { Gateway } from '../../realtime/Gateway.js';
 import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
@@ -271,6 +274,51 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     expect(seen).toEqual([1]);
     expect(a.of('welcome')).toMatchObject([{ slow: true, people: [{ name: 'Ann' }] }]);
     await gw.close();
+  });
+
+  it("welcomes a lesson's first arrival before its board's seq is read; the page's board.sync waits for it, and no operation committed meanwhile is lost (issue 16 point 3)", async () => {
+    // node A's read of the board's seq is held until released; node B reads normally
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const heldReads = new Proxy(deps.readSql, {
+      apply: async (target, self, args) => {
+        await gate;
+        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
+      },
+    });
+    const boardA = new BoardService({ ...deps, readSql: heldReads }, { previewDebounceMs: 60_000 });
+    const n1 = await newGateway('unit-board-a', [boardFeature(deps, boardA)]);
+    const n2 = await newGateway('unit-board-b', [boardFeature(deps, new BoardService(deps, { previewDebounceMs: 60_000 }))]);
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
+    const a = n1.open(ann);
+    // before this change the lesson's opening waited for the read: no welcome until the release
+    await vi.waitUntil(() => a.of('welcome').length === 1, { timeout: 5000 });
+    const b = n2.open(bob);
+    await n2.gw.idle();
+    const op = (c: FakeSocket, ref: string) => n1.gw.message(c.conn, JSON.stringify({ type: 'board.op', ref, op: { type: 'element.add', elements: [rect(ref)] } }), false);
+    const opB = (ref: string) => n2.gw.message(b.conn, JSON.stringify({ type: 'board.op', ref, op: { type: 'element.add', elements: [rect(ref)] } }), false);
+    n1.gw.message(a.conn, JSON.stringify({ type: 'board.sync', since: 0 }), false);
+    op(a, 'a1');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(a.of('board.state')).toEqual([]); // the page's read waits for the feed's start
+    // Bob commits through node B while node A's feed does not know where the board stands yet: a read
+    // of the page not waiting for the feed would miss it (before it), and so would the feed (after its seq)
+    opB('b1');
+    await vi.waitUntil(() => b.of('board.ack').length === 1);
+    release();
+    await vi.waitUntil(() => a.of('board.state').length === 1 && a.of('board.ack').length === 1);
+    opB('b2');
+    await vi.waitUntil(() => a.of('board.ops').length > 0 && b.of('board.ack').length === 2);
+    // what Ann's page holds: the state it read, then every later seq exactly once, her own as an ack
+    const state = a.of('board.state')[0];
+    const ids = new Set<string>(state.elements.map((e: any) => e.id));
+    const later: [number, string][] = a.of('board.ops').flatMap((m: any) => m.ops).filter((o: any) => o.seq > state.seq).map((o: any) => [o.seq, o.op.elements[0].id]);
+    const ack = a.of('board.ack')[0];
+    if (ack.seq > state.seq) later.push([ack.seq, 'a1']);
+    for (const [, id] of later) ids.add(id);
+    expect([...ids].sort()).toEqual(['a1', 'b1', 'b2']);
+    expect(later.map(([seq]) => seq).sort()).toEqual(Array.from({ length: 3 - state.seq }, (_, i) => state.seq + 1 + i));
+    await Promise.all([n1.gw.close(), n2.gw.close(), boardA.close()]);
   });
 
   it('relays between two nodes through the one lesson channel: a frame for everyone, a frame for one person, a close', async () => {

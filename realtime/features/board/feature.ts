@@ -13,6 +13,8 @@ import type { BoardService } from './service.js';
 /** The board of one lesson on this node: the feed's one listener, kept on the Lesson. */
 interface LessonBoard {
   fanout: BoardFanout;
+  /** the feed knows where the board stands (BoardService.listen): a client's board.sync and board.op wait for it */
+  started: () => Promise<number>;
   leave: () => void;
 }
 const BOARD = lessonKey<LessonBoard>('board');
@@ -27,8 +29,9 @@ const BOARD = lessonKey<LessonBoard>('board');
  * is the BoardService's rule, applied with the role of the link.
  *
  * Per lesson and node: when the lesson opens here (its bus channel is
- * subscribed), its feed starts with one BoardFanout for its sockets; it stops
- * when the lesson closes. Committed operations travel to the other nodes as
+ * subscribed), its feed starts with one BoardFanout for its sockets (a page's
+ * first board.sync or board.op waits until the feed knows the board's seq; the
+ * welcome does not); it stops when the lesson closes. Committed operations travel to the other nodes as
  * `board` envelopes on the lesson's channel.
  */
 /**
@@ -61,10 +64,13 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
     schema: ClientMessages['board.op'],
     description: 'A board operation; answered by board.ack (durable, at its place in the order) or board.reject.',
     async handle({ conn, gateway }, msg) {
-      const fanout = gateway.lesson(conn.lessonId)?.get(BOARD)?.fanout;
-      if (!fanout) return; // the connection is closing
+      const lb = gateway.lesson(conn.lessonId)?.get(BOARD);
+      if (!lb) return; // the connection is closing
+      const { fanout } = lb;
       fanout.expect(conn, msg.ref);
       try {
+        // committed after the feed's starting seq, so the feed acknowledges it in order
+        await lb.started();
         const ack = await board.submit(conn.lessonId, msg.op, { role: conn.person.role }, originOf(conn, msg.ref));
         fanout.committed(conn, msg.ref, ack.seq);
       } catch (err) {
@@ -80,9 +86,11 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
     type: 'board.sync',
     schema: ClientMessages['board.sync'],
     description: 'Asks for the board (since 0) or what changed after `since`; answered by board.state.',
-    async handle({ conn }, msg) {
+    async handle({ conn, gateway }, msg) {
       let r;
       try {
+        // read at or after the seq the lesson's feed started from: every later operation reaches this page
+        await gateway.lesson(conn.lessonId)?.get(BOARD)?.started();
         r = await board.read(conn.lessonId, msg.since);
       } catch (err) {
         // The page cannot go on without the board: it reconnects with backoff and asks again.
@@ -110,11 +118,11 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
     attach(gateway) {
       board.relay = { publish: (lessonId, ops) => gateway.publish(lessonId, 'board', JSON.stringify(ops)) };
     },
-    async onLessonOpen(lesson) {
+    onLessonOpen(lesson) {
+      // not awaiting the feed's start: a first arrival's welcome does not wait for the board (see listen)
       const fanout = new BoardFanout(() => lesson.present());
-      const sub = await board.join(lesson.id, fanout);
-      if (lesson.closed) sub.leave();
-      else lesson.set(BOARD, { fanout, leave: sub.leave });
+      const sub = board.listen(lesson.id, fanout);
+      lesson.set(BOARD, { fanout, started: sub.started, leave: sub.leave });
     },
     onLessonClose(lesson) {
       lesson.get(BOARD)?.leave();

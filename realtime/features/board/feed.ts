@@ -25,6 +25,10 @@ export class LessonFeed {
   private last: number | undefined;
   private readonly pending = new Map<number, SequencedOp>();
   private gapTimer: NodeJS.Timeout | null = null;
+  /** the read of where the board stands, while one is in flight */
+  private starting: Promise<void> | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private closed = false;
 
   constructor(
     private readonly gapMs: number,
@@ -34,6 +38,35 @@ export class LessonFeed {
 
   get seq(): number | undefined {
     return this.last;
+  }
+
+  /**
+   * Resolves once the feed knows where the board stands: the first call reads
+   * the seq from the store (the caller listens to the relay already, so every
+   * commit after the read is heard); until then what the feed hears is held.
+   * A failed read rejects its callers and is tried again after `gapMs` (or at
+   * the next call), so a feed never stays unstarted while Postgres is back.
+   */
+  started(): Promise<void> {
+    if (this.last !== undefined) return Promise.resolve();
+    return (this.starting ??= this.readStart());
+  }
+
+  private async readStart(): Promise<void> {
+    try {
+      this.start(await this.currentSeq());
+    } catch (err) {
+      if (!this.closed && !this.retryTimer) {
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = null;
+          this.started().catch(() => undefined);
+        }, this.gapMs);
+        this.retryTimer.unref();
+      }
+      throw err;
+    } finally {
+      this.starting = null;
+    }
   }
 
   /** Sets the starting point once the Redis subscription is live; ops up to `seq` are already in the store. */
@@ -48,8 +81,10 @@ export class LessonFeed {
   }
 
   close(): void {
+    this.closed = true;
     if (this.gapTimer) clearTimeout(this.gapTimer);
-    this.gapTimer = null;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.gapTimer = this.retryTimer = null;
     this.pending.clear();
     this.listeners.clear();
   }

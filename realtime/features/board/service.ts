@@ -29,11 +29,6 @@ export interface BoardServiceOptions {
 }
 
 /** A lesson's feed on this node; `ready` settles once it listens to Redis and knows the board's seq. */
-interface FeedEntry {
-  feed: LessonFeed;
-  ready: Promise<void>;
-}
-
 /**
  * How committed operations reach the other nodes: on the gateway, the
  * lesson's one bus channel (kind `board`, see feature.ts); a node hands what
@@ -63,7 +58,7 @@ export class BoardService {
   readonly previews: PreviewService;
   private readonly opts: BoardServiceOptions;
   private readonly rooms = new Map<string, BoardRoom>();
-  private readonly feeds = new Map<string, FeedEntry>();
+  private readonly feeds = new Map<string, LessonFeed>();
   private readonly previewTimers = new Map<string, NodeJS.Timeout>();
   /** when this node last rendered each lesson's preview (ms, monotonic); entries go with the timer */
   private readonly previewRenderedAt = new Map<string, number>();
@@ -145,45 +140,49 @@ export class BoardService {
   /**
    * Starts relaying a lesson's operations to a local listener (the gateway's
    * lesson calls it when it opens on this node, once its bus channel is
-   * subscribed: every commit published after that is heard, so the head read
-   * here misses nothing). Resolves with the seq the feed stands at; `leave`
-   * stops it.
+   * subscribed: every commit published after that is heard). The listener is
+   * added at once; the feed holds what it hears until it knows where the
+   * board stands, a read of the board's seq that the lessons opening within a
+   * millisecond share. `started` resolves then, with that seq: a client's
+   * first read or write of the board awaits it, so that everything committed
+   * after what it read reaches it, but the lesson's opening does not (a
+   * class's first arrivals do not wait for a Postgres read before welcome).
+   * `leave` stops it.
    */
-  async join(lessonId: string, listener: BoardListener): Promise<{ seq: number; leave: () => void }> {
-    let entry = this.feeds.get(lessonId);
-    if (!entry) {
-      const feed = new LessonFeed(this.opts.gapMs, () => this.seqs.add(lessonId));
-      const created: FeedEntry = { feed, ready: this.startFeed(lessonId, feed) };
-      entry = created;
-      this.feeds.set(lessonId, created);
-      // A failed start (Postgres down) must not leave a feed that never starts: the next join tries again.
-      created.ready.catch(() => {
-        if (this.feeds.get(lessonId) === created) this.feeds.delete(lessonId);
-        feed.close();
-      });
+  listen(lessonId: string, listener: BoardListener): { started: () => Promise<number>; leave: () => void } {
+    let f = this.feeds.get(lessonId);
+    if (!f) {
+      f = new LessonFeed(this.opts.gapMs, () => this.seqs.add(lessonId));
+      this.feeds.set(lessonId, f);
+      f.started().catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'board seq unavailable: the feed holds what it hears and reads again'));
     }
-    const { feed: f, ready } = entry;
-    await ready;
-    f.listeners.add(listener);
+    const feed = f;
+    feed.listeners.add(listener);
     return {
-      seq: f.seq ?? 0,
+      started: () => feed.started().then(() => feed.seq ?? 0),
       leave: () => {
-        f.listeners.delete(listener);
-        if (f.listeners.size === 0 && this.feeds.get(lessonId)?.feed === f) {
-          f.close();
+        feed.listeners.delete(listener);
+        if (feed.listeners.size === 0 && this.feeds.get(lessonId) === feed) {
+          feed.close();
           this.feeds.delete(lessonId);
         }
       },
     };
   }
 
-  /** The caller listens to the relay already: every commit after the read reaches us. */
-  private async startFeed(lessonId: string, feed: LessonFeed): Promise<void> {
-    feed.start(await this.seqs.add(lessonId));
+  /** listen(), resolved once the feed has started (rejects, listening to nothing, if the board's seq could not be read). */
+  async join(lessonId: string, listener: BoardListener): Promise<{ seq: number; leave: () => void }> {
+    const l = this.listen(lessonId, listener);
+    try {
+      return { seq: await l.started(), leave: l.leave };
+    } catch (err) {
+      l.leave();
+      throw err;
+    }
   }
 
   private onCommitted(lessonId: string, ops: SequencedOp[]): void {
-    this.feeds.get(lessonId)?.feed.push(ops);
+    this.feeds.get(lessonId)?.push(ops);
     // A lost publish: other nodes notice the gap with the next operation and resync their pages from Postgres.
     this.relay?.publish(lessonId, ops);
     this.schedulePreview(lessonId);
@@ -191,7 +190,7 @@ export class BoardService {
 
   /** Operations another node committed (from the relay). */
   received(lessonId: string, ops: SequencedOp[]): void {
-    this.feeds.get(lessonId)?.feed.push(ops);
+    this.feeds.get(lessonId)?.push(ops);
   }
 
   /**
@@ -266,7 +265,7 @@ export class BoardService {
     this.previewTimers.clear();
     this.rendering ??= this.renderNext();
     await this.rendering;
-    for (const f of this.feeds.values()) f.feed.close();
+    for (const f of this.feeds.values()) f.close();
     this.feeds.clear();
   }
 }
