@@ -85,7 +85,7 @@ export class InMemoryPresence implements Presence {
       }
     }
     this.store(lessonId, m);
-    return { first, announce, count: l.people.size, meter: m, effects: fx, people: [...l.info.values()] };
+    return { first, announce, count: l.people.size, meter: m, effects: fx, people: [...l.info.values()].map((p) => JSON.stringify(p)) };
   }
 
   /** LEAVE */

@@ -36,7 +36,8 @@ export interface JoinResult extends Change {
   first: boolean;
   /** no participant.joined was claimed for them in the last 6 h (Postgres decides) */
   announce: boolean;
-  people: PublicPerson[];
+  /** the people present, each as the JSON of its PublicPerson as stored: the welcome frame takes them unparsed */
+  people: string[];
 }
 
 export interface LeaveResult extends Change {

@@ -196,7 +196,7 @@ export class RedisPresence implements Presence {
       count: Number(res[3]),
       meter: parseMeter(res[4]),
       effects: res[5] as Effect[],
-      people: (res[6] as string[]).map(parsePerson),
+      people: res[6] as string[],
     };
   }
 

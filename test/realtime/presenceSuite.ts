@@ -55,7 +55,7 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       const b = await join(l, 'c3', 'bob', T + 2000);
       expect(b.effects).toEqual(['start']);
       expect(b.meter).toMatchObject({ state: 'starting', since: T + 2000, startAt: T + 2000 });
-      expect(b.people.map((x) => x.name).sort()).toEqual(['ann', 'bob']);
+      expect(b.people.map((x) => (JSON.parse(x) as { name: string }).name).sort()).toEqual(['ann', 'bob']);
       const bound = await p.setSession(l, 42, T + 2000, 0, T + 2100);
       expect(bound.ok).toBe(true);
       expect(bound.change.meter).toMatchObject({ state: 'running', sessionId: 42, since: T + 2000, accMs: 0 });
