@@ -372,7 +372,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     // that order, and the others drop a presence event older than the last they applied.
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
-    if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn });
+    if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn, remote: res.remote });
     if (res.announce) this.announce(conn.link, now);
     // Presence events of the lesson from here to makePresent are replayed to the newcomer there (seq > its own).
     const extras = await welcome;
@@ -408,7 +408,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private departed(conn: ClientConnection, res: Awaited<ReturnType<Presence['leave']>>, at: number): void {
     this.certainty.reported(conn);
     this.runClosedHooks(conn, !!res?.last);
-    if (res) this.applyDeparture(conn.lessonId, res.last && res.person ? [res.person] : [], res, at);
+    if (res) this.applyDeparture(conn.lessonId, res.last && res.person ? [res.person] : [], res, at, res.remote);
   }
 
   private runClosedHooks(conn: ClientConnection, personLeft: boolean): void {
@@ -435,10 +435,13 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     }
   }
 
-  /** People left (a departure, or a dead node's connections reaped): tell the lesson, apply the meter. */
-  applyDeparture(lessonId: string, left: PublicPerson[], change: Change, at: number): void {
+  /**
+   * People left (a departure, or a dead node's connections reaped): tell the lesson, apply the meter.
+   * `remote`: whether another node has connections left in the lesson (unknown: the event crosses the bus).
+   */
+  applyDeparture(lessonId: string, left: PublicPerson[], change: Change, at: number, remote?: boolean): void {
     const seq = change.meter?.seq ?? 0;
-    for (const person of left) this.presenceEvent(lessonId, 'left', person, seq, change.count);
+    for (const person of left) this.presenceEvent(lessonId, 'left', person, seq, change.count, { remote });
     void this.meter.apply(lessonId, change, at);
   }
 
@@ -682,11 +685,15 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.bus.publish(lessonId, e).catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId, kind: e.kind }, 'bus publish failed'));
   }
 
-  private presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, opts: { except?: ClientConnection; exceptPerson?: string } = {}): void {
+  /**
+   * A presence event to the lesson's sockets here and, unless presence said no other node has
+   * connections in the lesson when it decided the event (`remote` false), on the other nodes.
+   */
+  private presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, opts: { except?: ClientConnection; exceptPerson?: string; remote?: boolean } = {}): void {
     const frame = presenceFrame(event, person, seq, count);
     const lesson = this.lessons.get(lessonId);
     if (lesson) lesson.broadcastPresence(seq, frame, opts);
-    else this.publishTo(lessonId, { kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame });
+    else if (opts.remote !== false) this.publishTo(lessonId, { kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame });
   }
 
   /** The features' last refusals (GatewayFeature.beforePresence), in their order; one that throws closes the arrival with 4503. */

@@ -176,10 +176,18 @@ export class Lesson {
   /**
    * A presence frame (with its Redis seq) for everyone, remembered here for
    * late registrants; `exceptPerson` skips that person's sockets on every node
-   * (a re-registered person is not told that they joined).
+   * (a re-registered person is not told that they joined). `remote` false:
+   * presence found no other node with connections in the lesson when it
+   * decided the event, so it stays off the bus (a node whose arrival registers
+   * later has the people in its welcome), and ephemeral frames skip the bus
+   * until another node is heard from.
    */
-  broadcastPresence(seq: number, frame: string, opts: { except?: ClientConnection; exceptPerson?: string } = {}): void {
+  broadcastPresence(seq: number, frame: string, opts: { except?: ClientConnection; exceptPerson?: string; remote?: boolean } = {}): void {
     this.deliverPresence(seq, frame, opts.except, opts.exceptPerson);
+    if (opts.remote === false) {
+      this.remoteListeners = false;
+      return;
+    }
     this.publish({ kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame }, true);
   }
 

@@ -85,7 +85,7 @@ export class InMemoryPresence implements Presence {
       }
     }
     this.store(lessonId, m);
-    return { first, announce, count: l.people.size, meter: m, effects: fx, people: [...l.info.values()].map((p) => JSON.stringify(p)) };
+    return { first, announce, count: l.people.size, meter: m, effects: fx, people: [...l.info.values()].map((p) => JSON.stringify(p)), remote: others(l, input.node) };
   }
 
   /** LEAVE */
@@ -101,11 +101,12 @@ export class InMemoryPresence implements Presence {
       return undefined;
     }
     const after = l.people.size;
-    if (!l.meter) return { last: d.last, person: d.info, count: after, meter: null, effects: [] };
+    const remote = others(l, d.node);
+    if (!l.meter) return { last: d.last, person: d.info, count: after, meter: null, effects: [], remote };
     const r = M.onCount(l.meter, before, after, Math.min(now, at), now, this.opts.idleMs);
     const m = d.last && r.fx.length === 0 ? M.touch(r.m, now) : r.m;
     this.saveOrForget(lessonId, l, m);
-    return { last: d.last, person: d.info, count: after, meter: m, effects: r.fx };
+    return { last: d.last, person: d.info, count: after, meter: m, effects: r.fx, remote };
   }
 
   /** HEARTBEAT */
@@ -268,7 +269,7 @@ export class InMemoryPresence implements Presence {
   }
 
   /** drop_conn */
-  private dropConn(lessonId: string, l: Lesson, conn: string): { last: boolean; info: PublicPerson | null } | undefined {
+  private dropConn(lessonId: string, l: Lesson, conn: string): { last: boolean; info: PublicPerson | null; node: string } | undefined {
     const c = l.conns.get(conn);
     if (!c) return undefined;
     l.conns.delete(conn);
@@ -277,11 +278,11 @@ export class InMemoryPresence implements Presence {
     const n = (l.people.get(c.person) ?? 0) - 1;
     if (n > 0) {
       l.people.set(c.person, n);
-      return { last: false, info };
+      return { last: false, info, node: c.node };
     }
     l.people.delete(c.person);
     l.info.delete(c.person);
-    return { last: true, info };
+    return { last: true, info, node: c.node };
   }
 
   /** save_meter */
@@ -306,4 +307,10 @@ export class InMemoryPresence implements Presence {
   private seeded(lessonId: string, seed: MeterSeed, now: number): MeterState {
     return M.seedMeter(seed, now, this.lostDepartures.get(lessonId) ?? null);
   }
+}
+
+/** others: a node other than `node` has a connection in the lesson. */
+function others(l: { conns: Map<string, { node: string }> }, node: string): boolean {
+  for (const c of l.conns.values()) if (c.node !== node) return true;
+  return false;
 }

@@ -38,12 +38,20 @@ export interface JoinResult extends Change {
   announce: boolean;
   /** the people present, each as the JSON of its PublicPerson as stored: the welcome frame takes them unparsed */
   people: string[];
+  /**
+   * Another node has connections in the lesson, at this decision: the presence
+   * event must cross the bus. When none has, nobody elsewhere needs it (a node
+   * whose arrival registers later gets the people in its welcome).
+   */
+  remote: boolean;
 }
 
 export interface LeaveResult extends Change {
   /** the person's last connection closed (they are no longer present) */
   last: boolean;
   person: PublicPerson | null;
+  /** another node has connections left in the lesson (as JoinResult.remote) */
+  remote: boolean;
 }
 
 export interface ReapedLesson extends Change {

@@ -197,6 +197,7 @@ export class RedisPresence implements Presence {
       meter: parseMeter(res[4]),
       effects: res[5] as Effect[],
       people: res[6] as string[],
+      remote: res[7] === 1,
     };
   }
 
@@ -209,6 +210,7 @@ export class RedisPresence implements Presence {
       count: Number(res[3]),
       meter: parseMeter(res[4]),
       effects: res[5] as Effect[],
+      remote: res[6] === 1,
     };
   }
 

@@ -233,7 +233,17 @@ local function drop_conn(l, conn)
     redis.call('HDEL', K(l, 'i'), person)
     last = 1
   end
-  return { person, last, info }
+  return { person, last, info, node }
+end
+
+-- Whether a node other than \`node\` has a connection in the lesson: only then must a presence event
+-- decided here cross the bus (a node whose arrival registers later gets the people in its welcome).
+local function others(l, node)
+  local mine = node .. ' '
+  for _, v in ipairs(redis.call('HVALS', K(l, 'c'))) do
+    if string.sub(v, 1, #mine) ~= mine then return 1 end
+  end
+  return 0
 end
 
 -- Nothing left to remember about an empty lesson without a session.
@@ -248,7 +258,7 @@ end
 
 /**
  * join: ARGV now, idle_ms, node, conn, person, info_json, joined_window_ms, seed, rejoin, lesson
- * -> {'seed'} | {'ok', first, announce, count, meter, fx[...], people[...]}
+ * -> {'seed'} | {'ok', first, announce, count, meter, fx[...], people[...], others}
  */
 export const JOIN = `${LIB}
 local l = ARGV[10]
@@ -284,12 +294,12 @@ if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
   end
 end
 save_meter(l, m)
-return R({ 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), fx, redis.call('HVALS', K(l, 'i')) })
+return R({ 'ok', first, announce, redis.call('HLEN', K(l, 'p')), meter_out(m), fx, redis.call('HVALS', K(l, 'i')), others(l, node) })
 `;
 
 /**
  * leave: ARGV now, idle_ms, conn, lesson, at (the departure's date: the socket's last sign of life), rebuild_ms
- * -> {'gone'} | {'ok', last, info, count, meter, fx[...]}
+ * -> {'gone'} | {'ok', last, info, count, meter, fx[...], others (another node has connections left in the lesson)}
  */
 export const LEAVE = `${LIB}
 local now, idle, conn, l = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -312,12 +322,13 @@ if not d then
 end
 local after = redis.call('HLEN', K(l, 'p'))
 local m = load_meter(l)
-if not m then return R({ 'ok', d[2], d[3], after, '', {} }) end
+if not m then return R({ 'ok', d[2], d[3], after, '', {}, others(l, d[4]) }) end
 local fx = on_count(m, before, after, at, now, idle)
 if d[2] == 1 and #fx == 0 then bump(m, now) end
 local out = meter_out(m)
+local o = others(l, d[4])
 if not maybe_forget(l, m, after) then save_meter(l, m) end
-return R({ 'ok', d[2], d[3], after, out, fx })
+return R({ 'ok', d[2], d[3], after, out, fx, o })
 `;
 
 /**

@@ -321,6 +321,39 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await Promise.all([n1.gw.close(), n2.gw.close(), boardA.close()]);
   });
 
+  it("keeps a lesson's presence events off the bus while only this node has connections in it, and sends them once another node has some", async () => {
+    const n1 = await newGateway('unit-p1');
+    const n2 = await newGateway('unit-p2');
+    const { f, links: [ann, bob, cid] } = await links(['Ann', 'Bob', 'Cid']);
+    // a listener on the lesson's channel, as another node's subscription would be
+    const heard: string[] = [];
+    const sub = deps.redis.duplicate();
+    await sub.subscribe(`${deps.config.REDIS_KEY_PREFIX}gw:lesson:{${f.lesson.id}}`);
+    sub.on('message', (_channel: string, message: string) => {
+      const [node, kind] = message.split('\n')[0].split('\t');
+      if (kind === 'presence') heard.push(`${node} ${JSON.parse(message.slice(message.indexOf('\n') + 1)).event}`);
+    });
+    const a = n1.open(ann);
+    await n1.gw.idle();
+    const b = n1.open(bob);
+    await n1.gw.idle();
+    b.drop();
+    await n1.gw.idle();
+    // Ann heard Bob come and go on her node; no other node had anyone to tell
+    expect(a.of('presence').map((m: any) => `${m.person.name} ${m.event}`)).toEqual(['Bob joined', 'Bob left']);
+    const c = n2.open(cid);
+    await n2.gw.idle();
+    await vi.waitUntil(() => a.of('presence').length === 3);
+    a.drop();
+    await n1.gw.idle();
+    await vi.waitUntil(() => c.of('presence').length === 1);
+    expect(c.of('presence')).toMatchObject([{ event: 'left', person: { name: 'Ann' } }]);
+    await vi.waitUntil(() => heard.length === 2);
+    expect(heard).toEqual(['unit-p2 joined', 'unit-p1 left']);
+    sub.disconnect();
+    await Promise.all([n1.gw.close(), n2.gw.close()]);
+  });
+
   it('relays between two nodes through the one lesson channel: a frame for everyone, a frame for one person, a close', async () => {
     const n1 = await newGateway('unit-c1');
     const n2 = await newGateway('unit-c2');

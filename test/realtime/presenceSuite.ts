@@ -44,6 +44,22 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
   }
 
   describe(`Presence (${name})`, () => {
+    it('says whether another node has connections in the lesson when it decides an arrival or a departure (only then must the event cross the bus)', async () => {
+      const { p, join } = await fresh();
+      const l = lesson();
+      expect(await join(l, 'a1', 'ann', T, 'na')).toMatchObject({ first: true, remote: false });
+      expect(await join(l, 'b1', 'bob', T + 1, 'na')).toMatchObject({ first: true, remote: false });
+      // Cid on node b: node a has connections there
+      expect(await join(l, 'c1', 'cid', T + 2, 'nb')).toMatchObject({ first: true, remote: true });
+      // Ann's second tab on node b: a's Bob and b's Cid are elsewhere for either
+      expect(await join(l, 'a2', 'ann', T + 3, 'nb')).toMatchObject({ first: false, remote: true });
+      expect(await p.leave(l, 'a1', T + 4)).toMatchObject({ last: false, remote: true });
+      expect(await p.leave(l, 'b1', T + 5)).toMatchObject({ last: true, remote: true });
+      // node a has nobody left: node b's departures concern node b alone
+      expect(await p.leave(l, 'c1', T + 6)).toMatchObject({ last: true, remote: false });
+      expect(await p.leave(l, 'a2', T + 7)).toMatchObject({ last: true, remote: false });
+    });
+
     it('counts distinct people, not connections, and returns each transition once', async () => {
       const { p, join } = await fresh();
       const l = lesson();
