@@ -310,7 +310,7 @@ export class InMemoryPresence implements Presence {
 }
 
 /** others: a node other than `node` has a connection in the lesson. */
-function others(l: { conns: Map<string, { node: string }> }, node: string): boolean {
+function others(l: Lesson, node: string): boolean {
   for (const c of l.conns.values()) if (c.node !== node) return true;
   return false;
 }

@@ -68,3 +68,16 @@ export async function until(cond: () => boolean | Promise<boolean>, ms = 5000): 
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/**
+ * A read pool whose every statement first runs `before`: to count them, hold them (await a gate)
+ * or fail one (throw). The statement then goes to Postgres as usual.
+ */
+export function throughReads<T extends object>(sql: T, before: () => void | Promise<void>): T {
+  return new Proxy(sql, {
+    apply: async (target, self, args) => {
+      await before();
+      return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
+    },
+  });
+}

@@ -4,7 +4,7 @@ import { BoardService } from '../../realtime/features/board/service.js';
 import { BoardStore } from '../../src/board/store.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { del, rect, stroke, text } from './factories.js';
-import { newLesson, recorder, startNode, until } from './helpers.js';
+import { newLesson, recorder, startNode, throughReads, until } from './helpers.js';
 
 const teacher = { role: 'teacher' as const };
 const student = { role: 'student' as const };
@@ -56,12 +56,7 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     }
     // a node whose read pool counts the statements sent through it
     let statements = 0;
-    const reads = new Proxy(nodeA.deps.readSql, {
-      apply: (target, self, args) => {
-        statements++;
-        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
-      },
-    });
+    const reads = throughReads(nodeA.deps.readSql, () => void statements++);
     const node = new BoardService({ ...nodeA.deps, readSql: reads }, { previewDebounceMs: 60_000 });
     const joined = await Promise.all(lessons.map((l) => node.join(l.id, recorder().listener)));
     expect(joined.map((j) => j.seq)).toEqual([1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0]);
@@ -73,11 +68,8 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
   it("holds what a feed hears while the board's seq cannot be read, then relays in order from where the board stands", async () => {
     const lesson = await newLesson(nodeA.deps.sql);
     let failures = 1;
-    const flaky = new Proxy(nodeB.deps.readSql, {
-      apply: (target, self, args) => {
-        if (failures-- > 0) return Promise.reject(new Error('connection terminated'));
-        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
-      },
+    const flaky = throughReads(nodeB.deps.readSql, () => {
+      if (failures-- > 0) throw new Error('connection terminated');
     });
     // a gap time longer than the test: the second read is the one asked for below
     const node = new BoardService({ ...nodeB.deps, readSql: flaky }, { previewDebounceMs: 60_000, gapMs: 60_000 });
@@ -98,11 +90,8 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
   it('retries a failed start of its own, without a caller asking', async () => {
     const lesson = await newLesson(nodeA.deps.sql);
     let reads = 0;
-    const flaky = new Proxy(nodeB.deps.readSql, {
-      apply: (target, self, args) => {
-        if (reads++ === 0) return Promise.reject(new Error('connection terminated'));
-        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
-      },
+    const flaky = throughReads(nodeB.deps.readSql, () => {
+      if (reads++ === 0) throw new Error('connection terminated');
     });
     const node = new BoardService({ ...nodeB.deps, readSql: flaky }, { previewDebounceMs: 60_000, gapMs: 100 });
     const sub = node.listen(lesson.id, recorder().listener);

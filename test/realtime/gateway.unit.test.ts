@@ -8,6 +8,7 @@ import type { GatewayFeature } from '../../realtime/features/api.js';
 import { boardFeature } from '../../realtime/features/board/feature.js';
 import { BoardService } from '../../realtime/features/board/service.js';
 import { rect } from '../board/factories.js';
+import { throughReads } from '../board/helpers.js';
 import { Gateway } from '../../realtime/Gateway.js';
 import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
@@ -280,12 +281,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     // node A's read of the board's seq is held until released; node B reads normally
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const heldReads = new Proxy(deps.readSql, {
-      apply: async (target, self, args) => {
-        await gate;
-        return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, self, args);
-      },
-    });
+    const heldReads = throughReads(deps.readSql, () => gate);
     const boardA = new BoardService({ ...deps, readSql: heldReads }, { previewDebounceMs: 60_000 });
     const n1 = await newGateway('unit-board-a', [boardFeature(deps, boardA)]);
     const n2 = await newGateway('unit-board-b', [boardFeature(deps, new BoardService(deps, { previewDebounceMs: 60_000 }))]);

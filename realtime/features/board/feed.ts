@@ -70,7 +70,7 @@ export class LessonFeed {
   }
 
   /** Sets the starting point once the Redis subscription is live; ops up to `seq` are already in the store. */
-  start(seq: number): void {
+  private start(seq: number): void {
     this.last = Math.max(seq, this.last ?? 0);
     this.drain();
   }

@@ -28,7 +28,6 @@ export interface BoardServiceOptions {
   previewWidth: number;
 }
 
-/** A lesson's feed on this node; `ready` settles once it listens to Redis and knows the board's seq. */
 /**
  * How committed operations reach the other nodes: on the gateway, the
  * lesson's one bus channel (kind `board`, see feature.ts); a node hands what
