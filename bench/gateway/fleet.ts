@@ -5,15 +5,16 @@ import { cpuSeconds } from '../lib/service.js';
 /**
  * The server side of a load-test target: N processes of one kind (gateway
  * nodes sharing one Postgres and one Redis, or relay processes), and what the
- * load test reads from them: RSS and CPU from /proc, heap snapshots.
+ * load test reads from them: RSS and CPU from /proc, and through their probe
+ * (probeSignal.ts) their memory after a full collection and heap snapshots.
  */
 export type Target = 'gateway' | 'ws' | 'uws' | 'sio';
 
 export interface Node {
   proc: ChildProcess;
   port: number;
-  /** the path prefix of its heap snapshots, written on SIGUSR2 (with --heap-snapshot) */
-  heapFile?: string;
+  /** the path prefix of its probe's files, written on SIGUSR2 (probeSignal.ts) */
+  probeFile?: string;
 }
 
 /** The relay entry of each baseline target; the gateway is started apart (before the links exist). */
@@ -55,11 +56,28 @@ export const SERVER_RESERVE = 100;
 /** The same for a load-generator worker (IPC, stdio, libuv). */
 export const WORKER_RESERVE = 50;
 
-/** Asks every node for its k-th heap snapshot (1, 2, ...) and waits for the files. */
-export async function heapSnapshots(nodes: Node[], k: number, timeoutMs = 300_000): Promise<string[]> {
-  const files = nodes.filter((n) => n.heapFile).map((n) => `${n.heapFile}.${k}.heapsnapshot`);
-  for (const n of nodes) if (n.heapFile) n.proc.kill('SIGUSR2');
+/** A server's memory after a full collection (`process.memoryUsage()`, bytes), from its probe. */
+export interface Memory {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+/**
+ * Asks every node for its k-th probe (1, 2, ...: a full collection, then its
+ * memory, and a heap snapshot first when the nodes were started with
+ * --heap-snapshot) and waits for the files. A node that did not answer in
+ * time (or died) gets undefined.
+ */
+export async function probe(nodes: Node[], k: number, timeoutMs = 300_000): Promise<{ memory: (Memory | undefined)[]; snapshots: string[] }> {
+  const files = nodes.map((n) => (n.probeFile ? `${n.probeFile}.${k}.json` : undefined));
+  for (const n of nodes) if (n.probeFile) n.proc.kill('SIGUSR2');
   const deadline = Date.now() + timeoutMs;
-  while (files.some((f) => !existsSync(f)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-  return files.filter((f) => existsSync(f));
+  while (files.some((f) => f && !existsSync(f)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  return {
+    memory: files.map((f) => (f && existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Memory) : undefined)),
+    snapshots: nodes.map((n) => `${n.probeFile}.${k}.heapsnapshot`).filter((f) => existsSync(f)),
+  };
 }

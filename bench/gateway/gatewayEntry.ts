@@ -3,7 +3,7 @@ import { createDeps } from '../../src/deps.js';
 import { createLogger } from '../../src/logger.js';
 import { startGateway } from '../../realtime/index.js';
 import { applyGatewayMemoryMode } from '../../realtime/memory.js';
-import './heapSignal.js';
+import './probeSignal.js';
 
 /**
  * The gateway process of the load test: src/main.ts with ROLES=gateway, except

@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,7 @@ import { createApiKey } from '../../src/domain/apiKeys.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { descriptorLimit, HAS_BUS, heapSnapshots, RELAY_ENTRY, SERVER_RESERVE, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
+import { descriptorLimit, HAS_BUS, probe, RELAY_ENTRY, SERVER_RESERVE, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
 import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
@@ -42,7 +42,9 @@ import { startRedisCluster, type LocalRedisCluster } from '../../test/helpers/re
  * 503 (a full node: the connection cap), join latency (upgrade
  * request to welcome) p50/p99, cursor fan-out latency p50/p99, server RSS and
  * bytes per connection (the RSS grown while the connections joined / the
- * connections held), CPU seconds (total and per 1,000 cursor messages, raw and
+ * connections held; and the same after a full collection in every server
+ * before the joins and again holding them, with what the connections keep in
+ * V8's heap and outside it: probeSignal.ts), CPU seconds (total and per 1,000 cursor messages, raw and
  * net of the idle rate measured over --idle seconds with every connection held
  * and nobody sending: pings, leases, the metering flush), and the largest
  * billing error: every lesson's billed_seconds against the time two or more of
@@ -149,14 +151,20 @@ const serviceEnv: Record<string, string> = {
   LOG_LEVEL: process.env.LOADTEST_LOG_LEVEL ?? 'info',
   EMBED_BASE_URL: 'http://127.0.0.1',
 };
-const heapEnv = (target: Target, i: number): Record<string, string> => (a['heap-snapshot'] ? { LOADTEST_HEAP_SNAPSHOT: path.join(HEAP_DIR, `${target}-${i}`) } : {});
+// every server answers the probe (a full collection, its memory; with --heap-snapshot a snapshot first): probeSignal.ts
+const PROBE_DIR = a['heap-snapshot'] ? HEAP_DIR : path.join(tmpdir(), `loadtest-probe-${run}`);
+const probeEnv = (target: Target, i: number): Record<string, string> => ({
+  LOADTEST_PROBE: path.join(PROBE_DIR, `${target}-${i}`),
+  ...(a['heap-snapshot'] ? { LOADTEST_HEAP_SNAPSHOT: '1' } : {}),
+});
+mkdirSync(PROBE_DIR, { recursive: true });
 
 /** The gateway nodes run before the links are created, as in production: they hear them issued (link_issued). */
 function spawnGateways(): Promise<Node[]> {
   return Promise.all(
     Array.from({ length: G }, async (_, i) => {
-      const env: Record<string, string> = { ...serviceEnv, ...pools, ...heapEnv('gateway', i), GATEWAY_PORT: '0', LOADTEST_FEATURES: a.features === 'off' ? 'none' : 'default' };
-      return { ...(await spawnService(['bench/gateway/gatewayEntry.ts'], env, logPort('gateway listening'))), heapFile: env.LOADTEST_HEAP_SNAPSHOT };
+      const env: Record<string, string> = { ...serviceEnv, ...pools, ...probeEnv('gateway', i), GATEWAY_PORT: '0', LOADTEST_FEATURES: a.features === 'off' ? 'none' : 'default' };
+      return { ...(await spawnService(['bench/gateway/gatewayEntry.ts'], env, logPort('gateway listening'))), probeFile: env.LOADTEST_PROBE };
     }),
   );
 }
@@ -171,8 +179,8 @@ function spawnRelays(target: Exclude<Target, 'gateway'>): Promise<Node[]> {
   };
   return Promise.all(
     Array.from({ length: G }, async (_, i) => {
-      const env: Record<string, string> = { REDIS_URL, SIO_KEY: `${PREFIX}sio`, ...heapEnv(target, i) };
-      return { ...(await spawnService([RELAY_ENTRY[target]], env, jsonPort)), heapFile: env.LOADTEST_HEAP_SNAPSHOT };
+      const env: Record<string, string> = { REDIS_URL, SIO_KEY: `${PREFIX}sio`, ...probeEnv(target, i) };
+      return { ...(await spawnService([RELAY_ENTRY[target]], env, jsonPort)), probeFile: env.LOADTEST_PROBE };
     }),
   );
 }
@@ -313,10 +321,9 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
     await new Promise((r) => setTimeout(r, 2000));
   }
   const workers = await startWorkers(lessons, 0);
-  if (a['heap-snapshot']) {
-    mkdirSync(HEAP_DIR, { recursive: true });
-    log(`${target}: heap snapshots before the joins: ${(await heapSnapshots(nodes, 1)).join(', ')}`);
-  }
+  // the servers' memory before the joins, after a full collection (and the first heap snapshots)
+  const probeBefore = await probe(nodes, 1);
+  if (a['heap-snapshot']) log(`${target}: heap snapshots before the joins: ${probeBefore.snapshots.join(', ')}`);
   const start = sample();
   const redisStart = redisCpu();
 
@@ -333,7 +340,9 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const redisIdle1 = redisCpu();
   const idleSeconds = (performance.now() - idleT) / 1000;
   const counted = await Promise.all(workers.map((w) => (w.send({ cmd: 'count' }), next(w, 'counted'))));
-  if (a['heap-snapshot']) log(`${target}: heap snapshots holding every connection: ${(await heapSnapshots(nodes, 2)).join(', ')}`);
+  // and holding every connection, after a full collection: what the connections keep, whatever the collector's timing
+  const probeHolding = await probe(nodes, 2);
+  if (a['heap-snapshot']) log(`${target}: heap snapshots holding every connection: ${probeHolding.snapshots.join(', ')}`);
   log(`${target}: holding ${counted.reduce((s, r) => s + sum(r.held), 0)}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
@@ -345,7 +354,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   await new Promise((r) => setTimeout(r, LEAVE_SETTLE_MS));
   const left = sample();
   const redisLeft = redisCpu();
-  if (a['heap-snapshot']) log(`${target}: heap snapshots after every connection left: ${(await heapSnapshots(nodes, 3)).join(', ')}`);
+  if (a['heap-snapshot']) log(`${target}: heap snapshots after every connection left: ${(await probe(nodes, 3)).snapshots.join(', ')}`);
 
   const sent = cursored.replies.reduce((s, r) => s + r.sent, 0);
   const perNode: NodeResult[] = nodes.map((_, i) => {
@@ -368,6 +377,8 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       rssBeforeMb: start[i].rssMb,
       // at the end of the idle hold: the joins' garbage had its seconds to go
       rssMb: idle1[i].rssMb,
+      memoryBefore: probeBefore.memory[i],
+      memoryHolding: probeHolding.memory[i],
       rssPeakMb: Math.max(joined.peak[i], cursored.peak[i], closed.peak[i]),
       cpuSeconds: end[i].cpu - start[i].cpu,
       cpuCursorSeconds: cursored.cpu[i],
@@ -511,6 +522,7 @@ function parseTargets(arg: string): Target[] {
 
 async function cleanup(): Promise<void> {
   for (const c of children) c.kill('SIGKILL');
+  if (!a['heap-snapshot']) rmSync(PROBE_DIR, { recursive: true, force: true });
   await stopRedisCluster();
   const r = new Redis(REDIS_URL);
   let cursor = '0';

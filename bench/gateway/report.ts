@@ -1,4 +1,4 @@
-import type { Target } from './fleet.js';
+import type { Memory, Target } from './fleet.js';
 import { Histogram } from './histogram.js';
 
 /** What the load test measured on one server node of a target. */
@@ -17,6 +17,9 @@ export interface NodeResult {
   rssBeforeMb: number;
   rssMb: number;
   rssPeakMb: number;
+  /** its memory after a full collection, before the joins and holding every connection (undefined: the probe did not answer) */
+  memoryBefore?: Memory;
+  memoryHolding?: Memory;
   cpuSeconds: number;
   cpuCursorSeconds: number;
   /** the join phase's CPU (from the first join to the last welcome) */
@@ -79,6 +82,9 @@ function figures(nodes: NodeResult[], sent: number) {
   }
   const held = sum(nodes.map((n) => n.held));
   const grown = sum(nodes.map((n) => n.rssMb - n.rssBeforeMb));
+  // after a full collection in each node: NaN unless every node answered both probes
+  const settled = (f: (m: Memory) => number) =>
+    held > 0 ? sum(nodes.map((n) => (n.memoryBefore && n.memoryHolding ? f(n.memoryHolding) - f(n.memoryBefore) : NaN))) / held : NaN;
   return {
     held,
     heldAfterIdle: sum(nodes.map((n) => n.heldAfterIdle)),
@@ -95,6 +101,11 @@ function figures(nodes: NodeResult[], sent: number) {
     rssPeakMb: sum(nodes.map((n) => n.rssPeakMb)),
     /** the RSS grown while the connections joined, read at the end of the idle hold, per connection held */
     bytesPerConnection: held > 0 ? (grown * MB) / held : NaN,
+    /** the same after a full collection before the joins and again holding them: the RSS grown, V8's live heap grown
+     * (the objects the connections keep, whenever the collector runs), and the memory of buffers outside it grown */
+    settledBytesPerConnection: settled((m) => m.rss),
+    heapBytesPerConnection: settled((m) => m.heapUsed),
+    externalBytesPerConnection: settled((m) => m.external),
     cpuSeconds: sum(nodes.map((n) => n.cpuSeconds)),
     cpuCursorSeconds: sum(nodes.map((n) => n.cpuCursorSeconds)),
     cpuPer1000: (sum(nodes.map((n) => n.cpuCursorSeconds)) / sent) * 1000,
@@ -136,6 +147,7 @@ export function printReport(results: Result[], p: RunParams): void {
     ['errors', (_, f) => JSON.stringify(f.errors)],
     ['server RSS before the joins / holding / peak (MB, all nodes)', (_, f) => `${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} / ${fmt(f.rssPeakMb, 0)}`],
     ['bytes per connection (RSS grown while joining, read at the end of the idle hold / connections held)', (_, f) => fmt(f.bytesPerConnection, 0)],
+    ["bytes per connection after a full collection (before the joins, holding): RSS grown / V8's live heap grown / buffers outside V8's heap grown", (_, f) => `${fmt(f.settledBytesPerConnection, 0)} / ${fmt(f.heapBytesPerConnection, 0)} / ${fmt(f.externalBytesPerConnection, 0)}`],
     ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
     ['server CPU ms per join (the join phase\'s CPU / connections held)', (_, f) => fmt(f.cpuMsPerJoin, 3)],
     ['server CPU ms per departure (from the first close to 3 s after the last / connections held)', (_, f) => fmt(f.cpuMsPerLeave, 3)],
@@ -156,10 +168,10 @@ export function printReport(results: Result[], p: RunParams): void {
 
   if (p.G > 1) {
     for (const r of results) {
-      out.push('', `${r.target}, per node:`, '', '| node | held / after idle | 1006 / refused 503 / other | join p50 / p99 (ms) | fan-out p99 (ms) | RSS before / holding (MB) | bytes per connection | CPU s cursor phase | idle core |', '|---|---|---|---|---|---|---|---|---|');
+      out.push('', `${r.target}, per node:`, '', '| node | held / after idle | 1006 / refused 503 / other | join p50 / p99 (ms) | fan-out p99 (ms) | RSS before / holding (MB) | bytes per connection (after a full collection) | CPU s cursor phase | idle core |', '|---|---|---|---|---|---|---|---|---|');
       r.nodes.forEach((n, i) => {
         const f = figures([n], r.sent);
-        out.push(`| ${i} | ${f.held} / ${f.heldAfterIdle} | ${f.abnormal} / ${f.refused503} / ${f.other} | ${fmt(f.joinP50)} / ${fmt(f.joinP99)} | ${fmt(f.fanoutP99)} | ${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} | ${fmt(f.bytesPerConnection, 0)} | ${fmt(f.cpuCursorSeconds)} | ${fmt(f.idleCpuPerSecond, 3)} |`);
+        out.push(`| ${i} | ${f.held} / ${f.heldAfterIdle} | ${f.abnormal} / ${f.refused503} / ${f.other} | ${fmt(f.joinP50)} / ${fmt(f.joinP99)} | ${fmt(f.fanoutP99)} | ${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} | ${fmt(f.bytesPerConnection, 0)} (${fmt(f.settledBytesPerConnection, 0)}) | ${fmt(f.cpuCursorSeconds)} | ${fmt(f.idleCpuPerSecond, 3)} |`);
       });
     }
   }
@@ -171,7 +183,7 @@ export function printReport(results: Result[], p: RunParams): void {
       if (t === 'gateway') continue;
       out.push(
         `gateway vs ${t}: CPU per message ${fmt(g.cpuPer1000 / f.cpuPer1000, 3)}x (net of idle ${fmt(g.cpuPer1000Net / f.cpuPer1000Net, 3)}x), ` +
-          `bytes per connection ${fmt(g.bytesPerConnection - f.bytesPerConnection, 0)} more, CPU per join ${fmt(g.cpuMsPerJoin / f.cpuMsPerJoin, 2)}x, ` +
+          `bytes per connection ${fmt(g.bytesPerConnection - f.bytesPerConnection, 0)} more (after a full collection: RSS ${fmt(g.settledBytesPerConnection - f.settledBytesPerConnection, 0)}, live heap ${fmt(g.heapBytesPerConnection - f.heapBytesPerConnection, 0)} more), CPU per join ${fmt(g.cpuMsPerJoin / f.cpuMsPerJoin, 2)}x, ` +
           `join p99 ${fmt(g.joinP99 / f.joinP99, 2)}x, fan-out p99 ${fmt(g.fanoutP99 / f.fanoutP99, 2)}x`,
       );
     }

@@ -1,5 +1,5 @@
 import uWS from 'uWebSockets.js';
-import './heapSignal.js';
+import './probeSignal.js';
 
 /**
  * A second reference point for the load test: the ws baseline's protocol on

@@ -1,5 +1,5 @@
 import { WebSocketServer, WebSocket } from 'ws';
-import './heapSignal.js';
+import './probeSignal.js';
 
 /**
  * The baseline of the load test: the same participant protocol (welcome,

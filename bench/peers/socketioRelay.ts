@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { createAdapter } from '@socket.io/redis-adapter';
 import { Redis } from 'ioredis';
 import { Server } from 'socket.io';
-import '../gateway/heapSignal.js';
+import '../gateway/probeSignal.js';
 
 /**
  * The peer users would pick instead of our gateway: Socket.IO with
