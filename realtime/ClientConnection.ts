@@ -28,11 +28,14 @@ export interface ConnectionLimits {
 /** Consecutive invalid frames tolerated before the connection is closed with 4400. */
 const MAX_CONSECUTIVE_INVALID = 20;
 
+/** A settled join: every connection's `joined` once its own has settled (one object, not one per connection). */
+export const SETTLED: Promise<void> = Promise.resolve();
+
 /** One participant socket. Knows nothing of uWS or of other connections. */
 export class ClientConnection {
   state: ConnectionState = 'admitting';
   /** settles when presence registration finished (successfully or not) */
-  joined: Promise<void> = Promise.resolve();
+  joined: Promise<void> = SETTLED;
   /** closed by a drain (1012): its departure reaches presence only after the drain's leave grace */
   drained = false;
   /** the client's last sign of life (a frame or a pong), on the gateway's clock */

@@ -13,7 +13,7 @@ import { Admission } from './admission/Admission.js';
 import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
 import { listenForArchives } from './ArchiveListener.js';
 import { LessonBus, type Envelope } from './bus/LessonBus.js';
-import { ClientConnection, type SocketLike } from './ClientConnection.js';
+import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
 import { Lesson, type Fanout, type LocalPerson } from './lesson/Lesson.js';
 import { mapLimit } from './lib/KeyedQueue.js';
@@ -125,6 +125,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private draining: Promise<void> | undefined;
   /** wakes a drain waiting for the last socket */
   private onEmpty: (() => void) | undefined;
+  /** every connection's message rate limit: one object for all of them */
+  private readonly connLimits: ConnectionLimits;
 
   constructor(
     readonly deps: Deps,
@@ -133,6 +135,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.nodeId = parts.nodeId ?? `${hostname()}:${process.pid}:${randomBase62(8)}`;
     this.log = deps.log.child({ component: 'gateway', node: this.nodeId });
     this.timing = gatewayTiming(deps.config);
+    this.connLimits = { messagesPerSecond: deps.config.GATEWAY_MESSAGES_PER_SECOND, burst: deps.config.GATEWAY_MESSAGE_BURST };
     this.certainty = new Certainty(this.timing.keepaliveCycleMs);
     this.features = parts.features ?? [];
     this.presence = parts.presence;
@@ -173,7 +176,6 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 
   /** A socket finished its upgrade with an admitted link. */
   open(socket: SocketLike, link: ResolvedLink, ip: string, upgradeAt = performance.now()): ClientConnection {
-    const c = this.deps.config;
     const now = this.now();
     const conn = new ClientConnection(
       `${this.nodeId}#${++this.connSeq}`,
@@ -181,7 +183,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       link,
       { id: personIdOf(link), name: link.name, role: link.role },
       ip,
-      { messagesPerSecond: c.GATEWAY_MESSAGES_PER_SECOND, burst: c.GATEWAY_MESSAGE_BURST },
+      this.connLimits,
       now,
       upgradeAt,
     );
@@ -190,12 +192,15 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const lesson = this.lessonFor(link.lesson_id);
     // past the cap the person's oldest sockets go (4409): a new tab wins over a forgotten one
     for (const old of lesson.add(conn, now)) old.close('replaced');
-    conn.joined = this.track(
+    const joining = this.track(
       this.join(conn, lesson, fresh).catch((err) => {
         this.log.error({ err, conn: conn.id, lesson_id: conn.lessonId }, 'join failed');
         conn.close('internal');
       }),
     );
+    conn.joined = joining;
+    // settled: the connection keeps the one shared settled promise instead of its own (memory per held connection)
+    void joining.then(() => (conn.joined = SETTLED));
     return conn;
   }
 

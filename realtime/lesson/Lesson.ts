@@ -38,7 +38,12 @@ export interface LessonKey<T> {
 }
 export const lessonKey = <T>(name: string): LessonKey<T> => ({ name });
 
-/** Presence frames kept to replay to a connection that registered while they were in flight. */
+/**
+ * Presence frames kept to replay to a connection that registered while they were in flight: at
+ * most this many, and only while one of the lesson's connections here is still registering (a
+ * frame delivered while none is was decided in Redis before any later registration, so no later
+ * welcome can be older than it). A lesson where nobody is arriving keeps none.
+ */
 const RECENT_PRESENCE = 32;
 /** How long a lesson remembers a close command it heard, to catch a connection whose upgrade was past the check. */
 const HEARD_CLOSE_MS = 60_000;
@@ -125,8 +130,9 @@ export class Lesson {
   add(conn: ClientConnection, now: number): ClientConnection[] {
     this.conns.add(conn);
     let p = this.people.get(conn.person.id);
-    if (!p) this.people.set(conn.person.id, (p = { conns: [], cursor: new TokenBucket(this.limits.cursorRate, this.limits.cursorBurst, now) }));
-    p.conns.push(conn);
+    // a person's first socket: an array of exactly one (an empty one grown by push reserves 17 slots)
+    if (!p) this.people.set(conn.person.id, (p = { conns: [conn], cursor: new TokenBucket(this.limits.cursorRate, this.limits.cursorBurst, now) }));
+    else p.conns.push(conn);
     return p.conns.length > this.limits.maxSockets ? p.conns.slice(0, p.conns.length - this.limits.maxSockets) : [];
   }
 
@@ -277,8 +283,10 @@ export class Lesson {
   }
 
   private deliverPresence(seq: number, frame: string, except?: ClientConnection, exceptPerson?: string): void {
-    this.recent.push({ seq, frame, exceptPerson });
-    if (this.recent.length > RECENT_PRESENCE) this.recent.shift();
+    if (this.hasAdmitting()) {
+      this.recent.push({ seq, frame, exceptPerson });
+      if (this.recent.length > RECENT_PRESENCE) this.recent.shift();
+    } else if (this.recent.length > 0) this.recent.length = 0;
     if (exceptPerson) this.deliverExceptPerson(frame, exceptPerson, except);
     else this.deliver(frame, except);
   }
@@ -305,6 +313,17 @@ export class Lesson {
     conn.send(welcome);
     this.countOut?.('welcome', 1);
     for (const r of this.recent) if (r.seq > seq && r.exceptPerson !== conn.person.id) conn.send(r.frame);
+    if (this.recent.length > 0 && !this.hasAdmitting()) this.recent.length = 0;
     this.fanout?.subscribe(conn);
+  }
+
+  /** How many presence frames it keeps for arrivals still registering (tests). */
+  keptFrames(): number {
+    return this.recent.length;
+  }
+
+  private hasAdmitting(): boolean {
+    for (const c of this.conns) if (c.state === 'admitting') return true;
+    return false;
   }
 }

@@ -350,6 +350,54 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await Promise.all([n1.gw.close(), n2.gw.close()]);
   });
 
+  it('replays to an arrival the presence events that passed while Redis answered its registration, and keeps no frames once nobody is arriving (issue 16: memory per connection)', async () => {
+    // node 1's presence answers Cid's registration only when the test says so (Redis has decided it already)
+    let answer!: () => void;
+    const answered = new Promise<void>((r) => (answer = r));
+    let registered!: () => void;
+    const cidRegistered = new Promise<void>((r) => (registered = r));
+    const held: Presence = Object.create(presence, {
+      join: {
+        value: async (lessonId: string, input: Parameters<Presence['join']>[1]) => {
+          const res = await presence.join(lessonId, input);
+          if (input.info.name === 'Cid') (registered(), await answered);
+          return res;
+        },
+      },
+    });
+    const n1 = new Gateway(deps, { presence: held, redis, nodeId: 'unit-r1' });
+    await n1.start({ timers: false });
+    const n2 = await newGateway('unit-r2');
+    const { f, links: [ann, bob, cid] } = await links(['Ann', 'Bob', 'Cid']);
+    const openOn1 = (link: ResolvedLink) => {
+      const s = new FakeSocket(n1);
+      s.conn = n1.open(s, link, '127.0.0.1');
+      return s;
+    };
+    const a = openOn1(ann);
+    await n1.idle();
+    expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(0);
+    const c = openOn1(cid);
+    await cidRegistered;
+    expect(c.of('welcome')).toEqual([]);
+    // Bob arrives on node 2 after Cid's registration and before Cid's welcome
+    const b = n2.open(bob);
+    await n2.gw.idle();
+    await vi.waitUntil(() => a.of('presence').length === 1);
+    expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(1);
+    answer();
+    await n1.idle();
+    expect(c.of('welcome')[0].people.map((p: any) => p.name).sort()).toEqual(['Ann', 'Cid']);
+    expect(c.of('presence').map((m: any) => `${m.person.name} ${m.event}`)).toEqual(['Bob joined']);
+    // nobody is arriving any more: the lesson keeps no frame, not even of a later departure
+    expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(0);
+    b.drop();
+    await n2.gw.idle();
+    await vi.waitUntil(() => a.of('presence').length === 3 && c.of('presence').length === 2);
+    expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(0);
+    await Promise.all([n1.close(), n2.gw.close()]);
+  });
+
   it('relays between two nodes through the one lesson channel: a frame for everyone, a frame for one person, a close', async () => {
     const n1 = await newGateway('unit-c1');
     const n2 = await newGateway('unit-c2');
