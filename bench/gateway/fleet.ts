@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { cpuSeconds } from '../lib/service.js';
 
 /**
@@ -80,4 +81,24 @@ export async function probe(nodes: Node[], k: number, timeoutMs = 300_000): Prom
     memory: files.map((f) => (f && existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Memory) : undefined)),
     snapshots: nodes.map((n) => `${n.probeFile}.${k}.heapsnapshot`).filter((f) => existsSync(f)),
   };
+}
+
+/**
+ * The gateway runs from the build (gatewayEntry.ts): the sources under src/ and realtime/ whose
+ * compiled file in dist/ is missing or older than they are. Empty: the build is current.
+ */
+export function staleBuild(root: string): string[] {
+  const stale: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(path.join(root, dir), { withFileTypes: true })) {
+      const rel = path.join(dir, e.name);
+      if (e.isDirectory()) walk(rel);
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
+        const js = path.join(root, 'dist', rel.replace(/\.ts$/, '.js'));
+        if (!existsSync(js) || statSync(js).mtimeMs < statSync(path.join(root, rel)).mtimeMs) stale.push(rel);
+      }
+    }
+  };
+  for (const dir of ['src', 'realtime']) walk(dir);
+  return stale;
 }

@@ -1,9 +1,18 @@
-import { loadConfig } from '../../src/config.js';
-import { createDeps } from '../../src/deps.js';
-import { createLogger } from '../../src/logger.js';
-import { startGateway } from '../../realtime/index.js';
-import { applyGatewayMemoryMode } from '../../realtime/memory.js';
 import './probeSignal.js';
+
+/**
+ * Where the gateway's code comes from: the build (dist/, what `npm start` and the Docker image run) unless
+ * LOADTEST_FROM_SOURCE=1. This entry runs under tsx, whose esbuild transform keeps every function's name
+ * with a call that gives each closure created from an object literal a dictionary of its own (about 260 B and
+ * a slow defineProperty each time): the production build has none of that. The load test checks that the
+ * build is not older than the sources before it starts (loadtest.ts, buildIsCurrent).
+ */
+const root = process.env.LOADTEST_FROM_SOURCE === '1' ? '../../' : '../../dist/';
+const { loadConfig } = (await import(`${root}src/config.js`)) as typeof import('../../src/config.js');
+const { createDeps } = (await import(`${root}src/deps.js`)) as typeof import('../../src/deps.js');
+const { createLogger } = (await import(`${root}src/logger.js`)) as typeof import('../../src/logger.js');
+const { startGateway } = (await import(`${root}realtime/index.js`)) as typeof import('../../realtime/index.js');
+const { applyGatewayMemoryMode } = (await import(`${root}realtime/memory.js`)) as typeof import('../../realtime/memory.js');
 
 /**
  * The gateway process of the load test: src/main.ts with ROLES=gateway, except

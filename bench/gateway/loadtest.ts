@@ -13,7 +13,7 @@ import { createApiKey } from '../../src/domain/apiKeys.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { descriptorLimit, HAS_BUS, probe, RELAY_ENTRY, SERVER_RESERVE, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
+import { descriptorLimit, HAS_BUS, probe, RELAY_ENTRY, SERVER_RESERVE, staleBuild, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
 import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
@@ -547,6 +547,11 @@ try {
   const targets = parseTargets(a.target!);
   if (!['lesson', 'connection'].includes(SPREAD)) throw new Error('--spread must be lesson or connection');
   checkDescriptors(targets);
+  // the gateway runs from the build, as in production (gatewayEntry.ts): never from a build older than the sources
+  if (targets.includes('gateway') && process.env.LOADTEST_FROM_SOURCE !== '1') {
+    const stale = staleBuild(ROOT);
+    if (stale.length > 0) throw new Error(`the build is older than ${stale.length} source file(s) (${stale.slice(0, 3).join(', ')}): run npm run build first, or LOADTEST_FROM_SOURCE=1 to run the gateway from the sources under tsx`);
+  }
   if (a['redis-cluster']) await useRedisCluster();
   await migrate(dbUrl);
   const gateways = targets.includes('gateway') ? await spawnGateways() : undefined;
