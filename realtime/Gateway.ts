@@ -15,7 +15,7 @@ import { listenForArchives } from './ArchiveListener.js';
 import { LessonBus, type Envelope } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
-import { Lesson, type Fanout, type LocalPerson } from './lesson/Lesson.js';
+import { Lesson, type CountOut, type Fanout, type LocalPerson } from './lesson/Lesson.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
@@ -127,6 +127,13 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private onEmpty: (() => void) | undefined;
   /** every connection's message rate limit: one object for all of them */
   private readonly connLimits: ConnectionLimits;
+  /** what every Lesson is given: one object and one closure each for all of them (memory per lesson) */
+  private readonly lessonShared: {
+    limits: ConstructorParameters<typeof Lesson>[2];
+    now: () => number;
+    onFeatureEnvelope: (lesson: Lesson, e: Envelope) => void;
+    countOut: CountOut | undefined;
+  };
 
   constructor(
     readonly deps: Deps,
@@ -149,6 +156,13 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const metrics = this.metrics;
     this.countOut = (type, n) => metrics.messageOut(type, n);
     metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessons.size, sessionsRunning: () => this.running.size });
+    const c = deps.config;
+    this.lessonShared = {
+      limits: { maxSockets: c.GATEWAY_MAX_SOCKETS_PER_PERSON, cursorRate: c.GATEWAY_PERSON_CURSORS_PER_SECOND, cursorBurst: c.GATEWAY_PERSON_CURSOR_BURST },
+      now: () => this.now(),
+      onFeatureEnvelope: (lesson, e) => this.busHandlers.get(e.kind)?.(lesson, e),
+      countOut: this.metrics === noMetrics ? undefined : this.countOut,
+    };
     this.maintenance = new Maintenance(this, this.presence, this.meteredFlush(), deps.sql);
     this.registry.register(...coreMessages);
     for (const f of this.features) {
@@ -635,17 +649,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private lessonFor(lessonId: string): Lesson {
     let lesson = this.lessons.get(lessonId);
     if (lesson) return lesson;
-    const c = this.deps.config;
-    const l = new Lesson(
-      lessonId,
-      this.bus,
-      { maxSockets: c.GATEWAY_MAX_SOCKETS_PER_PERSON, cursorRate: c.GATEWAY_PERSON_CURSORS_PER_SECOND, cursorBurst: c.GATEWAY_PERSON_CURSOR_BURST },
-      this.log,
-      () => this.now(),
-      this.fanout,
-      (les, e) => this.busHandlers.get(e.kind)?.(les, e),
-      this.metrics === noMetrics ? undefined : this.countOut,
-    );
+    const s = this.lessonShared;
+    const l = new Lesson(lessonId, this.bus, s.limits, this.log, s.now, this.fanout, s.onFeatureEnvelope, s.countOut);
     l.ready = this.track(this.openLesson(l));
     l.ready.catch(() => undefined);
     this.lessons.set(lessonId, (lesson = l));

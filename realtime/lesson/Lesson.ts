@@ -100,7 +100,8 @@ export class Lesson {
   closed = false;
   private readonly recent: { seq: number; frame: string; exceptPerson?: string }[] = [];
   private readonly slots = new Map<string, unknown>();
-  private readonly heardCloses = new Map<string, { code: CloseCodeName; at: number }>();
+  /** made at the first close heard (most lessons hear none: an empty Map costs about 200 B) */
+  private heardCloses: Map<string, { code: CloseCodeName; at: number }> | undefined;
 
   constructor(
     readonly id: string,
@@ -211,7 +212,7 @@ export class Lesson {
 
   /** Whether a close of this person with this code was heard in the last minute (a removal racing an upgrade). */
   heardClose(personId: string, code: CloseCodeName): boolean {
-    const h = this.heardCloses.get(personId);
+    const h = this.heardCloses?.get(personId);
     return !!h && h.code === code && this.now() - h.at < HEARD_CLOSE_MS;
   }
 
@@ -298,7 +299,7 @@ export class Lesson {
   }
 
   private closeLocalPerson(personId: string, code: CloseCodeName): void {
-    this.heardCloses.set(personId, { code, at: this.now() });
+    (this.heardCloses ??= new Map()).set(personId, { code, at: this.now() });
     for (const c of [...(this.people.get(personId)?.conns ?? NONE)]) c.close(code);
   }
 
