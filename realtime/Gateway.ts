@@ -15,7 +15,7 @@ import { listenForArchives } from './ArchiveListener.js';
 import { LessonBus, type Envelope } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
-import { Lesson, type CountOut, type Fanout, type LocalPerson } from './lesson/Lesson.js';
+import { Lesson, type CountOut, type Fanout, type LocalPerson, type PersonLimits } from './lesson/Lesson.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
@@ -129,7 +129,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private readonly connLimits: ConnectionLimits;
   /** what every Lesson is given: one object and one closure each for all of them (memory per lesson) */
   private readonly lessonShared: {
-    limits: ConstructorParameters<typeof Lesson>[2];
+    limits: PersonLimits;
     now: () => number;
     onFeatureEnvelope: (lesson: Lesson, e: Envelope) => void;
     countOut: CountOut | undefined;
@@ -206,16 +206,21 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const lesson = this.lessonFor(link.lesson_id);
     // past the cap the person's oldest sockets go (4409): a new tab wins over a forgotten one
     for (const old of lesson.add(conn, now)) old.close('replaced');
-    const joining = this.track(
-      this.join(conn, lesson, fresh).catch((err) => {
-        this.log.error({ err, conn: conn.id, lesson_id: conn.lessonId }, 'join failed');
-        conn.close('internal');
-      }),
-    );
-    conn.joined = joining;
-    // settled: the connection keeps the one shared settled promise instead of its own (memory per held connection)
-    void joining.then(() => (conn.joined = SETTLED));
+    conn.joined = this.track(this.admit(conn, lesson, fresh));
     return conn;
+  }
+
+  /** join(), its failure closing the socket; settled, the connection keeps the one shared settled promise instead of its own (memory per held connection). */
+  private async admit(conn: ClientConnection, lesson: Lesson, fresh: boolean): Promise<void> {
+    try {
+      await this.join(conn, lesson, fresh);
+    } catch (err) {
+      this.log.error({ err, conn: conn.id, lesson_id: conn.lessonId }, 'join failed');
+      conn.close('internal');
+    } finally {
+      // after open() stored this call's promise: the await above always suspends first
+      conn.joined = SETTLED;
+    }
   }
 
   message(conn: ClientConnection, data: ArrayBuffer | string, isBinary: boolean): void {

@@ -15,7 +15,7 @@ export interface Node {
   proc: ChildProcess;
   port: number;
   /** the path prefix of its probe's files, written on SIGUSR2 (probeSignal.ts) */
-  probeFile?: string;
+  probeFile: string;
 }
 
 /** The relay entry of each baseline target; the gateway is started apart (before the links exist). */
@@ -73,12 +73,12 @@ export interface Memory {
  * time (or died) gets undefined.
  */
 export async function probe(nodes: Node[], k: number, timeoutMs = 300_000): Promise<{ memory: (Memory | undefined)[]; snapshots: string[] }> {
-  const files = nodes.map((n) => (n.probeFile ? `${n.probeFile}.${k}.json` : undefined));
-  for (const n of nodes) if (n.probeFile) n.proc.kill('SIGUSR2');
+  const files = nodes.map((n) => `${n.probeFile}.${k}.json`);
+  for (const n of nodes) n.proc.kill('SIGUSR2');
   const deadline = Date.now() + timeoutMs;
-  while (files.some((f) => f && !existsSync(f)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while (files.some((f) => !existsSync(f)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   return {
-    memory: files.map((f) => (f && existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Memory) : undefined)),
+    memory: files.map((f) => (existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Memory) : undefined)),
     snapshots: nodes.map((n) => `${n.probeFile}.${k}.heapsnapshot`).filter((f) => existsSync(f)),
   };
 }
@@ -88,17 +88,12 @@ export async function probe(nodes: Node[], k: number, timeoutMs = 300_000): Prom
  * compiled file in dist/ is missing or older than they are. Empty: the build is current.
  */
 export function staleBuild(root: string): string[] {
-  const stale: string[] = [];
-  const walk = (dir: string) => {
-    for (const e of readdirSync(path.join(root, dir), { withFileTypes: true })) {
-      const rel = path.join(dir, e.name);
-      if (e.isDirectory()) walk(rel);
-      else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
-        const js = path.join(root, 'dist', rel.replace(/\.ts$/, '.js'));
-        if (!existsSync(js) || statSync(js).mtimeMs < statSync(path.join(root, rel)).mtimeMs) stale.push(rel);
-      }
-    }
-  };
-  for (const dir of ['src', 'realtime']) walk(dir);
-  return stale;
+  return ['src', 'realtime']
+    .flatMap((dir) => readdirSync(path.join(root, dir), { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
+    .map((e) => path.relative(root, path.join(e.parentPath, e.name)))
+    .filter((rel) => {
+      const js = path.join(root, 'dist', rel.replace(/\.ts$/, '.js'));
+      return !existsSync(js) || statSync(js).mtimeMs < statSync(path.join(root, rel)).mtimeMs;
+    });
 }

@@ -5,7 +5,7 @@ import './probeSignal.js';
  * LOADTEST_FROM_SOURCE=1. This entry runs under tsx, whose esbuild transform keeps every function's name
  * with a call that gives each closure created from an object literal a dictionary of its own (about 260 B and
  * a slow defineProperty each time): the production build has none of that. The load test checks that the
- * build is not older than the sources before it starts (loadtest.ts, buildIsCurrent).
+ * build is not older than the sources before it starts (fleet.ts, staleBuild).
  */
 const root = process.env.LOADTEST_FROM_SOURCE === '1' ? '../../' : '../../dist/';
 const { loadConfig } = (await import(`${root}src/config.js`)) as typeof import('../../src/config.js');
