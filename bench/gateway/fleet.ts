@@ -36,6 +36,50 @@ export function usage(pid: number): { rssMb: number; cpu: number } {
   return { rssMb: rss, cpu: cpuSeconds(pid) };
 }
 
+/** The fields of /proc/<pid>/stat after the command's name (field 3 on), or undefined if the process is gone. */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU seconds of the local Postgres server, all its processes: the postmaster (a process named
+ * `postgres` whose parent is not), its live children (backends, WAL writer, checkpointer,
+ * autovacuum), and the children that ended since it started (the kernel adds their CPU to the
+ * parent's cutime/cstime when it reaps them), so a backend that exits between two readings is not
+ * lost from the difference. Undefined when no local Postgres is found (its CPU is not ours to read).
+ */
+export function postgresCpu(): number | undefined {
+  const procs = new Map<number, { comm: string; ppid: number }>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const comm = readFileSync(`/proc/${d}/comm`, 'utf8').trim();
+      if (comm !== 'postgres') continue;
+      const f = statFields(Number(d));
+      if (f) procs.set(Number(d), { comm, ppid: Number(f[1]) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const master = [...procs].find(([, p]) => !procs.has(p.ppid))?.[0];
+  if (master === undefined) return undefined;
+  const m = statFields(master);
+  if (!m) return undefined;
+  // utime, stime, cutime, cstime: fields 14-17 of stat, 11-14 here
+  let ticks = Number(m[11]) + Number(m[12]) + Number(m[13]) + Number(m[14]);
+  for (const [pid, p] of procs) {
+    if (p.ppid !== master) continue;
+    const f = statFields(pid);
+    if (f) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / 100;
+}
+
 /** The soft limit on open descriptors of processes started from here (`ulimit -n`). */
 export function descriptorLimit(): number {
   const line = readFileSync('/proc/self/limits', 'utf8')

@@ -13,7 +13,7 @@ import { createApiKey } from '../../src/domain/apiKeys.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { descriptorLimit, HAS_BUS, probe, RELAY_ENTRY, SERVER_RESERVE, staleBuild, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
+import { descriptorLimit, HAS_BUS, postgresCpu, probe, RELAY_ENTRY, SERVER_RESERVE, staleBuild, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
 import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
@@ -298,7 +298,9 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const sample = () => pids.map(usage);
   // the Redis servers the target uses, when they run on this machine: their CPU is the fleet's too
   const redisPids = target === 'gateway' || target === 'sio' ? await localRedisPids(target === 'gateway' && !!redisCluster) : [];
-  const redisCpu = () => sum(redisPids.map((p) => usage(p).cpu));
+  // and the gateway's Postgres, when it runs here (the API's share is in it too, but the API is idle during the phases)
+  const usesPostgres = target === 'gateway' && postgresCpu() !== undefined;
+  const serviceCpu = () => ({ redis: sum(redisPids.map((p) => usage(p).cpu)), pg: usesPostgres ? postgresCpu()! : 0 });
   const phase = async (workers: ChildProcess[], cmd: string, ev: string) => {
     const peak = sample().map((u) => u.rssMb);
     const timer = setInterval(() => sample().forEach((u, i) => (peak[i] = Math.max(peak[i], u.rssMb))), 250);
@@ -325,19 +327,19 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const probeBefore = await probe(nodes, 1);
   if (a['heap-snapshot']) log(`${target}: heap snapshots before the joins: ${probeBefore.snapshots.join(', ')}`);
   const start = sample();
-  const redisStart = redisCpu();
+  const svcStart = serviceCpu();
 
   log(`${target}: joining ${N} connections at ${JOIN_RATE}/s over ${G} node(s)`);
   const joined = await phase(workers, 'join', 'joined');
-  const redisJoined = redisCpu();
+  const svcJoined = serviceCpu();
   await new Promise((r) => setTimeout(r, 2000));
   // the servers' cost of holding the connections with nobody sending (pings, leases, metering flush)
   const idle0 = sample();
-  const redisIdle0 = redisCpu();
+  const svcIdle0 = serviceCpu();
   const idleT = performance.now();
   await new Promise((r) => setTimeout(r, IDLE * 1000));
   const idle1 = sample();
-  const redisIdle1 = redisCpu();
+  const svcIdle1 = serviceCpu();
   const idleSeconds = (performance.now() - idleT) / 1000;
   const counted = await Promise.all(workers.map((w) => (w.send({ cmd: 'count' }), next(w, 'counted'))));
   // and holding every connection, after a full collection: what the connections keep, whatever the collector's timing
@@ -347,13 +349,13 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
   const closing = sample();
-  const redisClosing = redisCpu();
+  const svcClosing = serviceCpu();
   const closed = await phase(workers, 'close', 'closed');
   const end = sample();
   // what the departures cost: their presence changes, pause charges and features' cleanup run after the closes
   await new Promise((r) => setTimeout(r, LEAVE_SETTLE_MS));
   const left = sample();
-  const redisLeft = redisCpu();
+  const svcLeft = serviceCpu();
   if (a['heap-snapshot']) log(`${target}: heap snapshots after every connection left: ${(await probe(nodes, 3)).snapshots.join(', ')}`);
 
   const sent = cursored.replies.reduce((s, r) => s + r.sent, 0);
@@ -397,14 +399,14 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
     delivered: cursored.replies.reduce((s, r) => s + r.received, 0),
     expected: cursored.replies.reduce((s, r) => s + r.expected, 0),
   };
-  if (redisPids.length > 0) {
-    const held = sum(perNode.map((n) => n.held));
-    result.redis = {
-      msPerJoin: ((redisJoined - redisStart) / held) * 1000,
-      idleCpuPerSecond: IDLE > 0 ? (redisIdle1 - redisIdle0) / idleSeconds : 0,
-      msPerLeave: ((redisLeft - redisClosing) / held) * 1000,
-    };
-  }
+  const held = sum(perNode.map((n) => n.held));
+  const serviceFigures = (k: 'redis' | 'pg') => ({
+    msPerJoin: ((svcJoined[k] - svcStart[k]) / held) * 1000,
+    idleCpuPerSecond: IDLE > 0 ? (svcIdle1[k] - svcIdle0[k]) / idleSeconds : 0,
+    msPerLeave: ((svcLeft[k] - svcClosing[k]) / held) * 1000,
+  });
+  if (redisPids.length > 0) result.redis = serviceFigures('redis');
+  if (usesPostgres) result.postgres = serviceFigures('pg');
   if (target === 'gateway') {
     const together: Record<string, number> = Object.assign({}, ...closed.replies.map((r) => r.together));
     (globalThis as { spans?: unknown }).spans = Object.assign({}, ...closed.replies.map((r) => r.spans));

@@ -44,6 +44,8 @@ export interface Result {
   /** firstOver1s: lessons off by more than 1 s at the first read (3 s after the closes); the rest at the last read (after settledSeconds more) */
   /** the CPU of the Redis servers the target used (gateway, sio), when they run on this machine: ms per join and per departure, s per second idle */
   redis?: { msPerJoin: number; idleCpuPerSecond: number; msPerLeave: number };
+  /** the same for the gateway's Postgres when it runs on this machine (all its processes: fleet.ts postgresCpu) */
+  postgres?: { msPerJoin: number; idleCpuPerSecond: number; msPerLeave: number };
   billing?: { lessons: number; maxErrorSeconds: number; over1s: number; maxOutsideWindowSeconds: number; firstOver1s?: number; settledSeconds?: number };
 }
 
@@ -155,6 +157,7 @@ export function printReport(results: Result[], p: RunParams): void {
     ['server CPU s per second idle (all held, nobody sending; the fleet)', (_, f) => fmt(f.idleCpuPerSecond, 4)],
     ['server CPU s per 1,000 cursor messages, net of idle', (_, f) => fmt(f.cpuPer1000Net, 4)],
     ['Redis CPU ms per join / per departure, s per second idle (the Redis servers the target used, on this machine)', (r) => (r.redis ? `${fmt(r.redis.msPerJoin, 3)} / ${fmt(r.redis.msPerLeave, 3)} / ${fmt(r.redis.idleCpuPerSecond, 4)}` : '-')],
+    ['Postgres CPU ms per join / per departure, s per second idle (the whole server, on this machine)', (r) => (r.postgres ? `${fmt(r.postgres.msPerJoin, 3)} / ${fmt(r.postgres.msPerLeave, 3)} / ${fmt(r.postgres.idleCpuPerSecond, 4)}` : '-')],
     ['billing: largest error (s), lessons > 1 s', (r) => (r.billing ? `${r.billing.maxErrorSeconds} , ${r.billing.over1s} of ${r.billing.lessons}${r.billing.firstOver1s ? ` (${r.billing.firstOver1s} at the first read, 3 s after the closes; read again for ${r.billing.settledSeconds} s)` : ''}` : '-')],
     ['billing: largest error outside the join-latency window (s)', (r) => (r.billing ? `${r.billing.maxOutsideWindowSeconds}` : '-')],
   ];

@@ -261,8 +261,11 @@ export class RedisPresence implements Presence {
     const o = this.opts;
     // the nodes' renewal times, read once per tick (a flush chunk), not once per script call
     const dues = (await this.run.gwDues(this.nodeKey)) as string[];
-    // one call per slot (a single Redis: one) and per TICK_CHUNK lessons, one after the other, so
-    // that other commands (arrivals) get their turn between them
+    // One call per slot (a single Redis: one) and per TICK_CHUNK lessons. The calls go in waves of
+    // at most TICK_CHUNK lessons, one wave after the other, so that other commands (arrivals) get
+    // their turn between them. On a single Redis a wave is one call; on a cluster a node's lessons
+    // fall into thousands of slots of one or two lessons each, and a wave's calls go out together
+    // (auto-pipelined, one write per master) instead of one round trip per slot.
     const groups = new Map<string, (string | number)[]>();
     lessonIds.forEach((id, i) => {
       const key = this.key(id);
@@ -272,12 +275,25 @@ export class RedisPresence implements Presence {
     });
     const head = [now, o.idleMs, o.flushMs, o.graceMs, o.startRetryMs, rebuildMs(o.leaseMs), vouch?.node ?? '', dues.length / 2, ...dues];
     const byLesson = new Map<string, Reply>();
+    let wave: Promise<void>[] = [];
+    let waveLessons = 0;
     for (const [key, lessons] of groups) {
       for (let i = 0; i < lessons.length; i += 2 * TICK_CHUNK) {
-        const res = (await this.run.gwTick(key, ...head, ...lessons.slice(i, i + 2 * TICK_CHUNK))) as Reply[];
-        for (const r of res) byLesson.set(r[0] as string, r);
+        const args = lessons.slice(i, i + 2 * TICK_CHUNK);
+        if (waveLessons + args.length / 2 > TICK_CHUNK && wave.length > 0) {
+          await Promise.all(wave);
+          wave = [];
+          waveLessons = 0;
+        }
+        waveLessons += args.length / 2;
+        wave.push(
+          (this.run.gwTick(key, ...head, ...args) as Promise<Reply[]>).then((res) => {
+            for (const r of res) byLesson.set(r[0] as string, r);
+          }),
+        );
       }
     }
+    await Promise.all(wave);
     const out: TickResult[] = [];
     for (const id of lessonIds) {
       const r = byLesson.get(id);

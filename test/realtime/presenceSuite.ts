@@ -90,6 +90,21 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(await p.people(l)).toMatchObject({ count: 1, people: [person('ann')] });
     });
 
+    it('ticks hundreds of lessons at once (several script calls; on a cluster, hundreds of slots in waves) and answers each lesson in the order asked', async () => {
+      const { p, join } = await fresh();
+      const ls = Array.from({ length: 450 }, () => lesson());
+      await Promise.all(ls.map((l, i) => join(l, `c${i}`, i % 3 ? 'ann' : 'bob', T)));
+      const unknown = lesson();
+      const asked = [...ls.slice(0, 300), unknown, ...ls.slice(300)];
+      const res = await p.tick(asked, T + 6000, { node: 'n1', until: asked.map(() => T + 6000) });
+      expect(res.map((r) => r.lessonId)).toEqual(asked);
+      expect(res[300]).toMatchObject({ meter: null, due: false });
+      const known = res.filter((r) => r.lessonId !== unknown);
+      expect(known.every((r) => r.due && r.count === 1 && r.meter !== null && r.safeUntil === T + 6000)).toBe(true);
+      // claimed once: a second tick in the same interval finds none due
+      expect((await p.tick(ls, T + 7000)).some((r) => r.due)).toBe(false);
+    });
+
     it('gives the start of a session to exactly one of many racing arrivals, and the pause and the empty to one of the racing departures', async () => {
       const { p, join } = await fresh();
       const l = lesson();
