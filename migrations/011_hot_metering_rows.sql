@@ -9,8 +9,9 @@
 -- (docs/benchmarks.md, issue 16, 2026-11-27 forenoon). Free room on each page,
 -- and eager vacuum for what still goes non-HOT.
 --
--- A fill factor applies to pages written from now on; a table that already
--- exists keeps its full pages until it is rewritten (docs/operations.md).
+-- A fill factor applies to pages written from now on. No rewrite is needed: the
+-- rows updated every flush are mostly those of sessions and days started since,
+-- and an older row's page gets room once vacuum clears it (docs/operations.md).
 ALTER TABLE sessions SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.05);
 ALTER TABLE lessons SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.05);
 ALTER TABLE usage_daily SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.05);

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { cpuSeconds } from '../lib/service.js';
+import { cpuSeconds, procStat } from '../lib/service.js';
 
 /**
  * The server side of a load-test target: N processes of one kind (gateway
@@ -36,16 +36,6 @@ export function usage(pid: number): { rssMb: number; cpu: number } {
   return { rssMb: rss, cpu: cpuSeconds(pid) };
 }
 
-/** The fields of /proc/<pid>/stat after the command's name (field 3 on), or undefined if the process is gone. */
-function statFields(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * CPU seconds of the local Postgres server, all its processes: the postmaster (a process named
  * `postgres` whose parent is not), its live children (backends, WAL writer, checkpointer,
@@ -54,29 +44,24 @@ function statFields(pid: number): string[] | undefined {
  * lost from the difference. Undefined when no local Postgres is found (its CPU is not ours to read).
  */
 export function postgresCpu(): number | undefined {
-  const procs = new Map<number, { comm: string; ppid: number }>();
+  // every process named postgres, its stat read once
+  const procs = new Map<number, string[]>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
+    let comm: string;
     try {
-      const comm = readFileSync(`/proc/${d}/comm`, 'utf8').trim();
-      if (comm !== 'postgres') continue;
-      const f = statFields(Number(d));
-      if (f) procs.set(Number(d), { comm, ppid: Number(f[1]) });
+      comm = readFileSync(`/proc/${d}/comm`, 'utf8');
     } catch {
-      // gone meanwhile
+      continue; // gone meanwhile
     }
+    const f = comm === 'postgres\n' ? procStat(Number(d)) : undefined;
+    if (f) procs.set(Number(d), f);
   }
-  const master = [...procs].find(([, p]) => !procs.has(p.ppid))?.[0];
-  if (master === undefined) return undefined;
-  const m = statFields(master);
-  if (!m) return undefined;
-  // utime, stime, cutime, cstime: fields 14-17 of stat, 11-14 here
+  const master = [...procs].find(([, f]) => !procs.has(Number(f[1])));
+  if (!master) return undefined;
+  const [masterPid, m] = master;
   let ticks = Number(m[11]) + Number(m[12]) + Number(m[13]) + Number(m[14]);
-  for (const [pid, p] of procs) {
-    if (p.ppid !== master) continue;
-    const f = statFields(pid);
-    if (f) ticks += Number(f[11]) + Number(f[12]);
-  }
+  for (const f of procs.values()) if (Number(f[1]) === masterPid) ticks += Number(f[11]) + Number(f[12]);
   return ticks / 100;
 }
 

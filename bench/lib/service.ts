@@ -86,12 +86,26 @@ export const logPort = (msg: string) => (line: string) => {
   }
 };
 
+/**
+ * The fields of /proc/<pid>/stat from its third on (after the command's name, which may hold
+ * spaces): [1] the parent's pid, [11] utime, [12] stime, [13] cutime, [14] cstime (clock ticks,
+ * 100 a second). Undefined when the process is gone.
+ */
+export function procStat(pid: number): string[] | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return ticks / 100;
+  const fields = procStat(pid);
+  if (!fields) throw new Error(`process ${pid} is gone`);
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 export function median(xs: number[]): number {

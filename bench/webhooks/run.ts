@@ -14,7 +14,7 @@
  * (>= 1,000 deliveries/s; p99 < 250 ms at 200 events/s).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -31,6 +31,7 @@ import { createLogger } from '../../src/logger.js';
 import { setWebhook } from '../../src/webhooks/endpoint.js';
 import type { Deps } from '../../src/deps.js';
 import { leafCert, testCa } from '../../test/webhooks/helpers/tls.js';
+import { cpuSeconds } from '../lib/service.js';
 
 const { values } = parseArgs({
   options: {
@@ -183,12 +184,6 @@ function startDispatcherProcess(env: Record<string, string>): Promise<ChildProce
     });
     child.once('exit', (code) => reject(new Error(`dispatcher exited with ${code}`)));
   });
-}
-
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 console.log(`bench/webhooks: ${RUNS} runs; backlog ${BACKLOG} events over ${PARTNERS} partners; steady ${RATE} events/s for ${SECONDS} s`);
