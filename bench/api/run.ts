@@ -10,7 +10,9 @@
  * request (user + system, from /proc: steadier than req/s on a shared 2-core host).
  * The GETs go round 1,000 lessons of the partner, as a partner's reads would:
  * lookups made together are batched (src/domain/lessons.ts), and reading one
- * lesson over and over would batch better than real traffic.
+ * lesson over and over would batch better than real traffic. Each lesson has
+ * held `--sessions` ended sessions (default 3): a lesson's billed_seconds is
+ * the sum of its sessions' seconds, read with it (migration 012).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -29,6 +31,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '8' },
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
+    sessions: { type: 'string', default: '3' },
   },
 });
 const seconds = Number(values.seconds);
@@ -46,6 +49,11 @@ const { apiKey } = await createApiKey(sql, partner.id);
 await topUp(sql, { partnerId: partner.id, minutes: 1000, at: new Date() });
 const lessonIds: string[] = [];
 for (let i = 0; i < 1000; i++) lessonIds.push((await createLesson(sql, partner, { title: `bench lesson ${i}` }, new Date())).id);
+await sql`
+  INSERT INTO sessions (lesson_id, partner_id, mode, rate_percent, started_at, ended_at, seconds, charged_seconds, people_max)
+  SELECT l.id, l.partner_id, l.mode, 100, now() - n * interval '1 day', now() - n * interval '1 day' + interval '1 hour', 3600, 3600, 2
+  FROM lessons l CROSS JOIN generate_series(1, ${Number(values.sessions)}) n WHERE l.partner_id = ${partner.id}`;
+await sql`ANALYZE sessions`;
 let nextLesson = 0;
 
 const apiPort = await freePort();

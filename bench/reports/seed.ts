@@ -6,8 +6,9 @@ import type postgres from 'postgres';
  * 25 top-ups over the year (every fifth free), `sessions` ended sessions of
  * 10-100 minutes spread over the year before `now`, 16 running sessions, and
  * the usage_daily rows the charging path would have written (split at Moscow
- * midnight, board fraction floored cumulatively), with billed_seconds,
- * balances and the report rollups that match.
+ * midnight, board fraction floored cumulatively), with the lessons' start and
+ * end, balances and the report rollups that match (billed_seconds is the sum
+ * of a lesson's sessions, read through lessons_billed).
  */
 export interface SeedShape {
   partners: number;
@@ -80,9 +81,8 @@ export async function seed(sql: postgres.Sql<any>, shape: SeedShape): Promise<vo
     WHERE d.secs > 0
     ORDER BY greatest(s.started_at, (d.day::timestamp AT TIME ZONE 'Europe/Moscow'))`; // when the charging path first writes the row
   await sql`
-    UPDATE lessons l SET billed_seconds = t.seconds,
-      started_at = t.started_at, ended_at = t.ended_at
-    FROM (SELECT DISTINCT ON (lesson_id) lesson_id, sum(seconds) OVER (PARTITION BY lesson_id) AS seconds, started_at, ended_at
+    UPDATE lessons l SET started_at = t.started_at, ended_at = t.ended_at
+    FROM (SELECT DISTINCT ON (lesson_id) lesson_id, started_at, ended_at
           FROM sessions ORDER BY lesson_id, started_at DESC) t
     WHERE l.id = t.lesson_id`;
   await sql`

@@ -19,6 +19,7 @@ export interface Lesson {
   created_at: Date;
   started_at: Date | null;
   ended_at: Date | null;
+  /** the sum of the lesson's sessions' metered seconds, taken when the lesson is read (view lessons_billed, migration 012) */
   billed_seconds: number;
   archived_at: Date | null;
 }
@@ -46,7 +47,8 @@ export async function createLesson(db: Db, partner: Partner, input: CreateLesson
       INSERT INTO lessons (id, partner_id, external_id, title, mode, subject_mode, created_at)
       VALUES (${newId('lsn')}, ${partner.id}, ${input.external_id ?? null}, ${input.title}, ${mode},
               ${input.subject_mode ?? 'generic'}, ${at})
-      RETURNING *`;
+      RETURNING id, partner_id, external_id, title, mode, subject_mode, created_at, started_at, ended_at, archived_at,
+                0::bigint AS billed_seconds`; // a new lesson has no session yet
     return lesson;
   } catch (err) {
     // The unique index decides under concurrency; no check-then-insert race.
@@ -57,7 +59,7 @@ export async function createLesson(db: Db, partner: Partner, input: CreateLesson
 
 /** A lesson of this partner, archived or not; another partner's lesson is "not found". */
 export async function findLesson(db: Db, partnerId: string, id: string): Promise<Lesson | undefined> {
-  const [lesson] = await db<Lesson[]>`SELECT * FROM lessons WHERE id = ${id} AND partner_id = ${partnerId}`;
+  const [lesson] = await db<Lesson[]>`SELECT * FROM lessons_billed WHERE id = ${id} AND partner_id = ${partnerId}`;
   return lesson;
 }
 
@@ -82,7 +84,7 @@ export function batchedLessonLookup(db: Db, opts: { max: number; concurrency: nu
       // does, unless the table was analyzed at about one row (then both scan until autoanalyze: docs/benchmarks.md).
       const rows = await db<Lesson[]>`
         SELECT l.* FROM unnest(${keys.map((k) => k.id)}::text[], ${keys.map((k) => k.partnerId)}::text[]) AS k(id, partner_id)
-        CROSS JOIN LATERAL (SELECT * FROM lessons WHERE id = k.id AND partner_id = k.partner_id LIMIT 1) l`;
+        CROSS JOIN LATERAL (SELECT * FROM lessons_billed WHERE id = k.id AND partner_id = k.partner_id LIMIT 1) l`;
       const found = new Map(rows.map((l) => [`${l.partner_id} ${l.id}`, l]));
       return keys.map((k) => found.get(`${k.partnerId} ${k.id}`));
     },
@@ -103,7 +105,7 @@ export async function getLiveLesson(lookup: LessonLookup, partnerId: string, id:
 /** Every lesson with that external_id, archived ones included, newest first. */
 export async function findLessonsByExternalId(db: Db, partnerId: string, externalId: string): Promise<Lesson[]> {
   return db<Lesson[]>`
-    SELECT * FROM lessons WHERE partner_id = ${partnerId} AND external_id = ${externalId}
+    SELECT * FROM lessons_billed WHERE partner_id = ${partnerId} AND external_id = ${externalId}
     ORDER BY created_at DESC, id DESC`;
 }
 
@@ -117,31 +119,31 @@ export async function listLessons(
     const cursor = await findLesson(db, partnerId, opts.after);
     if (!cursor) throw Errors.badRequest('after: unknown lesson id');
     return db<Lesson[]>`
-      SELECT * FROM lessons
+      SELECT * FROM lessons_billed
       WHERE partner_id = ${partnerId} AND archived_at IS NULL
         AND (created_at, id) < (${cursor.created_at}, ${cursor.id})
       ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
   }
   return db<Lesson[]>`
-    SELECT * FROM lessons WHERE partner_id = ${partnerId} AND archived_at IS NULL
+    SELECT * FROM lessons_billed WHERE partner_id = ${partnerId} AND archived_at IS NULL
     ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
 }
 
 /**
- * Archives a lesson (DELETE). Returns the archived row; 410 when it was archived
+ * Archives a lesson (DELETE); 404 for no such lesson, 410 when it was archived
  * already. Closing its sockets and charging its running session is the
  * gateway's part: it hears `lesson_archived`, sent by the statement that
  * archives (so it is sent if and only if the archive commits: gateways trust
  * it to drop the links they cached).
  */
-export async function archiveLesson(db: Db, partnerId: string, id: string, at: Date): Promise<Lesson> {
-  const [lesson] = await db<Lesson[]>`
+export async function archiveLesson(db: Db, partnerId: string, id: string, at: Date): Promise<void> {
+  const [archived] = await db<{ id: string }[]>`
     WITH archived AS (
       UPDATE lessons SET archived_at = ${at}
       WHERE id = ${id} AND partner_id = ${partnerId} AND archived_at IS NULL
-      RETURNING *)
-    SELECT archived.* FROM archived, pg_notify(${LESSON_ARCHIVED_CHANNEL}, archived.id)`;
-  if (lesson) return lesson;
+      RETURNING id)
+    SELECT archived.id FROM archived, pg_notify(${LESSON_ARCHIVED_CHANNEL}, archived.id)`;
+  if (archived) return;
   await getLiveLesson((p, i) => findLesson(db, p, i), partnerId, id); // throws 404 or 410
   throw Errors.archived();
 }

@@ -49,14 +49,18 @@ export async function recordMeteredTime(sql: Sql, item: MeteredItem): Promise<Ch
  *
  * In one transaction: sessions.seconds/charged_seconds (the charge floored
  * once over the whole session, so no drift per tick), usage_daily per Moscow
- * day, lessons.billed_seconds, partners.balance_seconds, and balance.low /
- * balance.exhausted when a partner's balance crosses their lines while armed
- * (decided on each partner's total deduction of the batch: once per crossing).
+ * day, partners.balance_seconds, and balance.low / balance.exhausted when a
+ * partner's balance crosses their lines while armed (decided on each partner's
+ * total deduction of the batch: once per crossing). A lesson's billed_seconds
+ * is the sum of its sessions' seconds, read with the lesson (view
+ * lessons_billed, migration 012), so the charge neither locks nor updates the
+ * lesson row: two of the five row operations per lesson and flush.
  *
- * Locks: every lesson (sorted), then every session, then every partner
- * (sorted), all FOR NO KEY UPDATE: the order of lockLessonOfSession and
- * session starts and ends, so concurrent charges from several nodes never
- * deadlock.
+ * Locks: every session (sorted), then every partner (sorted), both FOR NO KEY
+ * UPDATE. Starts and ends lock the lesson, then the session, then the partner
+ * (lockLessonOfSession); a charge, which never asks for a lesson, cannot close
+ * a cycle with them, and concurrent charges from several nodes take the same
+ * order, so none deadlocks (test/metering/charge.test.ts, "concurrency").
  */
 export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Promise<ChargeResult> {
   for (const i of items) {
@@ -73,9 +77,6 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
   if (ids.length === 0) return { seconds: 0, charged: 0 };
 
   return sql.begin(async (tx) => {
-    await tx`
-      SELECT 1 FROM lessons WHERE id IN (SELECT lesson_id FROM sessions WHERE id = ANY(${ids}::bigint[]))
-      ORDER BY id FOR NO KEY UPDATE`;
     // the columns the charge reads (no timestamps to parse: the periodic flush charges every running session)
     const sessions = await tx<ChargedSession[]>`
       SELECT id, lesson_id, partner_id, mode, rate_percent, ended_at IS NOT NULL AS ended, seconds, people_max
@@ -104,7 +105,6 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
     const usage = new Map<string, { sessionId: number; day: string; partnerId: string; lessonId: string; mode: string; seconds: number; charged: number }>();
     const perPartner = new Map<string, { charged: number; at: Date }>();
     const sessionRows: { id: number; seconds: number; charged: number }[] = [];
-    const lessonDeltas = new Map<string, number>();
     let totalSeconds = 0;
     let totalCharged = 0;
 
@@ -129,7 +129,6 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
         usage.set(key, u);
       }
       sessionRows.push({ id: s.id, seconds: cumulative, charged: chargedFor(cumulative, s.rate_percent) });
-      lessonDeltas.set(s.lesson_id, (lessonDeltas.get(s.lesson_id) ?? 0) + delta);
       const p = perPartner.get(s.partner_id) ?? { charged: 0, at: item.at };
       p.charged += charged;
       if (item.at > p.at) p.at = item.at;
@@ -151,19 +150,15 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
       UPDATE sessions s SET seconds = x.seconds, charged_seconds = x.charged
       FROM unnest(${sessionRows.map((r) => r.id)}::bigint[], ${sessionRows.map((r) => r.seconds)}::bigint[], ${sessionRows.map((r) => r.charged)}::bigint[]) AS x(id, seconds, charged)
       WHERE s.id = x.id`;
-    const lessons = [...lessonDeltas.entries()];
-    await tx`
-      UPDATE lessons l SET billed_seconds = l.billed_seconds + x.d
-      FROM unnest(${lessons.map(([id]) => id)}::text[], ${lessons.map(([, d]) => d)}::bigint[]) AS x(id, d)
-      WHERE l.id = x.id`;
     await deductAndNotify(tx, perPartner);
     return { seconds: totalSeconds, charged: totalCharged };
   });
 }
 
 /**
- * Lock order everywhere in metering: lesson row, then session row, then partner
- * row, so concurrent starts, charges and ends of one lesson never deadlock.
+ * Lock order of a session's start and end: lesson row, then session row, then
+ * partner row (a charge takes the last two only), so concurrent starts,
+ * charges and ends of one lesson never deadlock.
  *
  * The locks are FOR NO KEY UPDATE, not FOR UPDATE: inserting a row that
  * references a locked row (usage_daily, events, sessions, participant_joins,

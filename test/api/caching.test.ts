@@ -2,6 +2,8 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { request as rawRequest } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ifNoneMatchMatches } from '../../src/api/conditional.js';
+import { recordMeteredTime } from '../../src/metering/charge.js';
+import { ensureSessionStarted } from '../../src/metering/sessions.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { rect } from '../board/factories.js';
@@ -43,7 +45,8 @@ describe('ETag on GET /lessons/{id}', () => {
       expect([inm, res.status, res.text, res.headers.get('etag')]).toEqual([inm, 304, '', etag]);
     }
     expect((await get(`/lessons/${id}`, { 'if-none-match': '"nope"' })).status).toBe(200);
-    await api.deps.sql`UPDATE lessons SET billed_seconds = billed_seconds + 60 WHERE id = ${id}`;
+    const { session } = await ensureSessionStarted(api.deps.sql, { lessonId: id, at: new Date(), people: 2 });
+    await recordMeteredTime(api.deps.sql, { sessionId: session.id, cumulativeSeconds: 60, at: new Date(Date.now() + 60_000) });
     const changed = await get(`/lessons/${id}`, { 'if-none-match': etag });
     expect(changed.status).toBe(200);
     expect(changed.body.billed_seconds).toBe(60);

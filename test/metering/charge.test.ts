@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { topUp } from '../../src/domain/ledger.js';
-import { recordMeteredTime } from '../../src/metering/charge.js';
+import { recordMeteredTime, recordMeteredTimeBatch } from '../../src/metering/charge.js';
 import { recordParticipantJoined, recordParticipantsJoined } from '../../src/metering/participants.js';
-import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
+import { endSession, ensureSessionStarted, ensureSessionsStarted } from '../../src/metering/sessions.js';
 import { fileDeps, makeDeps, secondsAfter } from '../helpers/deps.js';
 import { balanceOf, partnerFactory } from '../helpers/factories.js';
 import { eventsOf, lessonFactory } from '../helpers/lessons.js';
@@ -62,7 +62,7 @@ describe('charging', () => {
       recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 10, at: at(10) }),
     ]);
     expect(await balanceOf(sql, partner.id)).toBe(6000 - 25);
-    const [l] = await sql`SELECT billed_seconds FROM lessons WHERE id = ${lesson.id}`;
+    const [l] = await sql`SELECT billed_seconds FROM lessons_billed WHERE id = ${lesson.id}`;
     expect(l.billed_seconds).toBe(25);
   });
 
@@ -172,5 +172,68 @@ describe('concurrency', () => {
       await pool.close();
     }
     expect(await balanceOf(sql, partner.id)).toBe(60_000 - 12 * 70);
+  });
+
+  it('charges, ends and starts of the same lessons run together without deadlocks, every second once', async () => {
+    const { partner } = await partnerFactory(sql, { minutes: 1000 });
+    const lessons = await Promise.all(Array.from({ length: 10 }, () => lessonFactory(sql, partner)));
+    const started = await Promise.all(lessons.map((l) => ensureSessionStarted(sql, { lessonId: l.id, at: T0, people: 2 })));
+    const pool = makeDeps({ env: { DATABASE_POOL_SIZE: '16' } });
+    try {
+      // batches of every session in both orders, each lesson's end, and a batch of starts raising people_max
+      // (which locks lessons, then running sessions) all at once
+      const ids = started.map((s) => s.session.id);
+      const batch = (order: number[], seconds: number) =>
+        recordMeteredTimeBatch(pool.sql, order.map((sessionId) => ({ sessionId, cumulativeSeconds: seconds, at: at(seconds), people: 3 })));
+      await Promise.all([
+        batch(ids, 30),
+        batch([...ids].reverse(), 40),
+        ...ids.map((sessionId) => endSession(pool.sql, { sessionId, endedAt: at(60), at: at(60) })),
+        ensureSessionsStarted(pool.sql, lessons.map((l) => ({ lessonId: l.id, at: at(50), people: 4 }))),
+        batch(ids, 50),
+      ]);
+    } finally {
+      await pool.close();
+    }
+    // whatever the order, each session holds the highest total that reached it before its end, charged once
+    const rows = await sql<{ lesson_id: string; seconds: number; charged_seconds: number }[]>`
+      SELECT lesson_id, seconds, charged_seconds FROM sessions WHERE lesson_id = ANY(${lessons.map((l) => l.id)}::text[])`;
+    const charged = rows.reduce((a, r) => a + r.charged_seconds, 0);
+    expect(await balanceOf(sql, partner.id)).toBe(60_000 - charged);
+    const days = await sql<{ seconds: number }[]>`
+      SELECT coalesce(sum(seconds), 0)::bigint AS seconds FROM usage_daily WHERE lesson_id = ANY(${lessons.map((l) => l.id)}::text[])`;
+    expect(days[0].seconds).toBe(rows.reduce((a, r) => a + r.seconds, 0));
+    for (const r of rows) expect([0, 30, 40, 50]).toContain(r.seconds);
+  });
+
+  it('never waits for the lesson row: a charge goes through while the lesson is locked', async () => {
+    const { partner } = await partnerFactory(sql, { minutes: 100 });
+    const lesson = await lessonFactory(sql, partner);
+    const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: T0, people: 2 });
+    const holder = makeDeps();
+    try {
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      // an archive or a session's end holding the lesson row, as long as it likes
+      const holding = holder.sql.begin(async (tx) => {
+        await tx`SELECT 1 FROM lessons WHERE id = ${lesson.id} FOR NO KEY UPDATE`;
+        locked();
+        await released;
+      });
+      await isLocked;
+      const charge = recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 20, at: at(20) });
+      const outcome = await Promise.race([charge.then(() => 'charged'), new Promise((r) => setTimeout(() => r('waiting'), 3000))]);
+      release();
+      await holding;
+      await charge;
+      expect(outcome).toBe('charged');
+    } finally {
+      await holder.close();
+    }
+    expect(await balanceOf(sql, partner.id)).toBe(6000 - 20);
+    const [l] = await sql`SELECT billed_seconds FROM lessons_billed WHERE id = ${lesson.id}`;
+    expect(l.billed_seconds).toBe(20);
   });
 });

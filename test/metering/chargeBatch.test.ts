@@ -41,7 +41,7 @@ describe('recordMeteredTimeBatch', () => {
     const days = await sql`SELECT to_char(day, 'YYYY-MM-DD') AS day, seconds FROM usage_daily WHERE session_id = ${c.session.id} ORDER BY day`;
     expect(days.map((r) => ({ ...r }))).toEqual([{ day: '2026-03-12', seconds: 120 }, { day: '2026-03-13', seconds: 180 }]);
     expect(await balanceOf(sql, partner.id)).toBe(6000 - 70 - 2 - 300);
-    const billed = await sql`SELECT id, billed_seconds FROM lessons WHERE id IN (${a.lesson.id}, ${b.lesson.id}) ORDER BY id`;
+    const billed = await sql`SELECT id, billed_seconds FROM lessons_billed WHERE id IN (${a.lesson.id}, ${b.lesson.id}) ORDER BY id`;
     expect(Object.fromEntries(billed.map((r) => [r.id, r.billed_seconds]))).toEqual({ [a.lesson.id]: 70, [b.lesson.id]: 7 });
   });
 

@@ -31,7 +31,7 @@ export async function linkFor(
 
 export async function lessonRow(sql: Sql, lessonId: string) {
   const [row] = await sql<{ started_at: Date | null; ended_at: Date | null; billed_seconds: number }[]>`
-    SELECT started_at, ended_at, billed_seconds FROM lessons WHERE id = ${lessonId}`;
+    SELECT started_at, ended_at, billed_seconds FROM lessons_billed WHERE id = ${lessonId}`;
   return row;
 }
 
