@@ -65,6 +65,26 @@ export function postgresCpu(): number | undefined {
   return ticks / 100;
 }
 
+/**
+ * Seconds a process's main thread has spent runnable but waiting for a core (the run queue), from
+ * /proc/<pid>/schedstat's second field (ns; kept by the kernel's sched_info, no schedstats switch
+ * needed). NaN when the process is gone or the kernel does not keep it.
+ */
+export function runQueueWaitSeconds(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The machine's CPU time so far, busy (everything but idle and iowait) and in all, in core-seconds, from /proc/stat. */
+export function machineCpu(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = cpu.reduce((s, x) => s + x, 0);
+  return { busy: (total - cpu[3] - cpu[4]) / 100, total: total / 100 };
+}
+
 /** The soft limit on open descriptors of processes started from here (`ulimit -n`). */
 export function descriptorLimit(): number {
   const line = readFileSync('/proc/self/limits', 'utf8')

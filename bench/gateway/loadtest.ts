@@ -1,6 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -13,7 +13,7 @@ import { createApiKey } from '../../src/domain/apiKeys.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
-import { descriptorLimit, HAS_BUS, postgresCpu, probe, RELAY_ENTRY, SERVER_RESERVE, staleBuild, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
+import { descriptorLimit, HAS_BUS, machineCpu, postgresCpu, probe, RELAY_ENTRY, runQueueWaitSeconds, SERVER_RESERVE, staleBuild, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
 import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
@@ -301,15 +301,25 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   // and the gateway's Postgres, when it runs here (the API's share is in it too, but the API is idle during the phases)
   const usesPostgres = target === 'gateway' && postgresCpu() !== undefined;
   const serviceCpu = () => ({ redis: sum(redisPids.map((p) => usage(p).cpu)), pg: usesPostgres ? postgresCpu()! : 0 });
+  const generatorCpu = (workers: ChildProcess[]) => sum(workers.map((w) => usage(w.pid!).cpu));
   const phase = async (workers: ChildProcess[], cmd: string, ev: string) => {
     const peak = sample().map((u) => u.rssMb);
     const timer = setInterval(() => sample().forEach((u, i) => (peak[i] = Math.max(peak[i], u.rssMb))), 250);
     const before = sample();
+    const [wait0, machine0, generator0] = [pids.map(runQueueWaitSeconds), machineCpu(), generatorCpu(workers)];
     const t = performance.now();
     const replies = await Promise.all(workers.map((w) => (w.send({ cmd }), next(w, ev))));
     clearInterval(timer);
     const after = sample();
-    return { replies, cpu: after.map((u, i) => u.cpu - before[i].cpu), seconds: (performance.now() - t) / 1000, peak: after.map((u, i) => Math.max(peak[i], u.rssMb)) };
+    const [wait1, machine1, generator1] = [pids.map(runQueueWaitSeconds), machineCpu(), generatorCpu(workers)];
+    return {
+      replies,
+      cpu: after.map((u, i) => u.cpu - before[i].cpu),
+      wait: wait1.map((w, i) => w - wait0[i]),
+      machine: { generatorCpuSeconds: generator1 - generator0, busyCores: (machine1.busy - machine0.busy) / ((machine1.total - machine0.total) / cpus().length), cores: cpus().length },
+      seconds: (performance.now() - t) / 1000,
+      peak: after.map((u, i) => Math.max(peak[i], u.rssMb)),
+    };
   };
 
   // warm-up: the same joins on lessons of their own, then they leave
@@ -385,6 +395,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       cpuSeconds: end[i].cpu - start[i].cpu,
       cpuCursorSeconds: cursored.cpu[i],
       cpuJoinSeconds: joined.cpu[i],
+      waitJoinSeconds: joined.wait[i],
       cpuLeaveSeconds: left[i].cpu - closing[i].cpu,
       idleCpuPerSecond: idleRate,
       cpuCursorNetSeconds: Math.max(0, cursored.cpu[i] - idleRate * cursored.seconds),
@@ -398,6 +409,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
     sent,
     delivered: cursored.replies.reduce((s, r) => s + r.received, 0),
     expected: cursored.replies.reduce((s, r) => s + r.expected, 0),
+    joinMachine: joined.machine,
   };
   const held = sum(perNode.map((n) => n.held));
   const serviceFigures = (k: 'redis' | 'pg') => ({

@@ -24,6 +24,8 @@ export interface NodeResult {
   cpuCursorSeconds: number;
   /** the join phase's CPU (from the first join to the last welcome) */
   cpuJoinSeconds: number;
+  /** how long its main thread waited for a core during the join phase (runnable, not running) */
+  waitJoinSeconds: number;
   /** from the first close to 3 s after the last (the departures' presence changes, pause charges, features' cleanup) */
   cpuLeaveSeconds: number;
   /** CPU s per second while every connection is held and nobody sends (pings, leases, metering flush) */
@@ -47,6 +49,8 @@ export interface Result {
   /** the same for the gateway's Postgres when it runs on this machine (all its processes: fleet.ts postgresCpu) */
   postgres?: { msPerJoin: number; idleCpuPerSecond: number; msPerLeave: number };
   billing?: { lessons: number; maxErrorSeconds: number; over1s: number; maxOutsideWindowSeconds: number; firstOver1s?: number; settledSeconds?: number };
+  /** the machine during the join phase: the load generator's own CPU (its workers), and every process's (cores busy of `cores`) */
+  joinMachine?: { generatorCpuSeconds: number; busyCores: number; cores: number };
 }
 
 const MB = 1024 * 1024;
@@ -113,6 +117,8 @@ function figures(nodes: NodeResult[], sent: number) {
     cpuPer1000: (sum(nodes.map((n) => n.cpuCursorSeconds)) / sent) * 1000,
     /** what a join costs the servers whether or not the machine keeps up: the join phase's CPU per connection held */
     cpuMsPerJoin: held > 0 ? (sum(nodes.map((n) => n.cpuJoinSeconds)) / held) * 1000 : NaN,
+    /** how long the servers' main threads waited for a core while joining, per connection held: the machine's saturation as a join sees it */
+    waitMsPerJoin: held > 0 ? (sum(nodes.map((n) => n.waitJoinSeconds)) / held) * 1000 : NaN,
     /** the same for the departures: from the first close to 3 s after the last, per connection held */
     cpuMsPerLeave: held > 0 ? (sum(nodes.map((n) => n.cpuLeaveSeconds)) / held) * 1000 : NaN,
     idleCpuPerSecond: sum(nodes.map((n) => n.idleCpuPerSecond)),
@@ -152,6 +158,9 @@ export function printReport(results: Result[], p: RunParams): void {
     ["bytes per connection after a full collection (before the joins, holding): RSS grown / V8's live heap grown / buffers outside V8's heap grown", (_, f) => `${fmt(f.settledBytesPerConnection, 0)} / ${fmt(f.heapBytesPerConnection, 0)} / ${fmt(f.externalBytesPerConnection, 0)}`],
     ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
     ['server CPU ms per join (the join phase\'s CPU / connections held)', (_, f) => fmt(f.cpuMsPerJoin, 3)],
+    ["server main thread's wait for a core while joining, ms per join (run queue, /proc/<pid>/schedstat)", (_, f) => fmt(f.waitMsPerJoin, 3)],
+    ["the machine while joining: the load generator's CPU ms per join / cores busy of all (every process)", (r, f) =>
+      r.joinMachine ? `${fmt((r.joinMachine.generatorCpuSeconds / f.held) * 1000, 3)} / ${fmt(r.joinMachine.busyCores)} of ${r.joinMachine.cores}` : '-'],
     ['server CPU ms per departure (from the first close to 3 s after the last / connections held)', (_, f) => fmt(f.cpuMsPerLeave, 3)],
     ['server CPU s per 1,000 cursor messages', (_, f) => fmt(f.cpuPer1000, 4)],
     ['server CPU s per second idle (all held, nobody sending; the fleet)', (_, f) => fmt(f.idleCpuPerSecond, 4)],

@@ -57,7 +57,10 @@ describe('readiness through lost connections', () => {
                     WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'lessons%'`;
         await new Promise((r) => setTimeout(r, 300));
       }
-      const up = await until(() => readyz(port), (r) => r.status === 200);
+      // a refused connection means the process died: say how, with what it printed
+      const up = await until(() => readyz(port), (r) => r.status === 200).catch((err: Error) => {
+        throw new Error(`${err.message}; exit code ${api.child.exitCode}, signal ${api.child.signalCode}; output:\n${api.output()}`);
+      });
       expect(up.body.postgres).toBe('ok');
       expect(api.child.exitCode, api.output()).toBeNull();
     } finally {
