@@ -14,7 +14,6 @@
  * held `--sessions` ended sessions (default 3): a lesson's billed_seconds is
  * the sum of its sessions' seconds, read with it (migration 012).
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import autocannon from 'autocannon';
@@ -24,7 +23,7 @@ import { createApiKey } from '../../src/domain/apiKeys.js';
 import { createLesson } from '../../src/domain/lessons.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
-import { freePort, median, startProcess } from '../lib/service.js';
+import { cpuSeconds, freePort, median, startProcess } from '../lib/service.js';
 
 const { values } = parseArgs({
   options: {
@@ -70,18 +69,12 @@ const env = {
 const api = await startProcess('dist/src/main.js', env, `http://127.0.0.1:${apiPort}/healthz`);
 const hello = await startProcess('bench/api/hello-koa.ts', { PORT: String(helloPort) }, `http://127.0.0.1:${helloPort}/`);
 
-/** CPU time (user + system, all threads) a process has used, in microseconds (/proc ticks are 10 ms). */
-function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
 interface Figures { rps: number; p50: number; p99: number; errors: number; non2xx: number; cpuUs?: number }
 /** `pid`: the process under load, whose CPU per request is measured too */
 async function load(opts: autocannon.Options, pid?: number): Promise<Figures> {
-  const cpu0 = pid ? cpuMicros(pid) : 0;
+  const cpu0 = pid ? cpuSeconds(pid) : 0;
   const r = await autocannon({ connections, duration: seconds, ...opts });
-  const cpuUs = pid ? (cpuMicros(pid) - cpu0) / r.requests.total : undefined;
+  const cpuUs = pid ? ((cpuSeconds(pid) - cpu0) * 1e6) / r.requests.total : undefined;
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpuUs };
 }
 
