@@ -301,26 +301,19 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   // and the gateway's Postgres, when it runs here (the API's share is in it too, but the API is idle during the phases)
   const usesPostgres = target === 'gateway' && postgresCpu() !== undefined;
   const serviceCpu = () => ({ redis: sum(redisPids.map((p) => usage(p).cpu)), pg: usesPostgres ? postgresCpu()! : 0 });
-  const generatorCpu = (workers: ChildProcess[]) => sum(workers.map((w) => usage(w.pid!).cpu));
   const phase = async (workers: ChildProcess[], cmd: string, ev: string) => {
     const peak = sample().map((u) => u.rssMb);
     const timer = setInterval(() => sample().forEach((u, i) => (peak[i] = Math.max(peak[i], u.rssMb))), 250);
     const before = sample();
-    const [wait0, machine0, generator0] = [pids.map(runQueueWaitSeconds), machineCpu(), generatorCpu(workers)];
     const t = performance.now();
     const replies = await Promise.all(workers.map((w) => (w.send({ cmd }), next(w, ev))));
     clearInterval(timer);
     const after = sample();
-    const [wait1, machine1, generator1] = [pids.map(runQueueWaitSeconds), machineCpu(), generatorCpu(workers)];
-    return {
-      replies,
-      cpu: after.map((u, i) => u.cpu - before[i].cpu),
-      wait: wait1.map((w, i) => w - wait0[i]),
-      machine: { generatorCpuSeconds: generator1 - generator0, busyCores: (machine1.busy - machine0.busy) / ((machine1.total - machine0.total) / cpus().length), cores: cpus().length },
-      seconds: (performance.now() - t) / 1000,
-      peak: after.map((u, i) => Math.max(peak[i], u.rssMb)),
-    };
+    return { replies, cpu: after.map((u, i) => u.cpu - before[i].cpu), seconds: (performance.now() - t) / 1000, peak: after.map((u, i) => Math.max(peak[i], u.rssMb)) };
   };
+  // how saturated the machine is (read around the measured joins only): the servers' main threads'
+  // wait for a core, the load generator's own CPU, and every process's
+  const saturation = (workers: ChildProcess[]) => ({ wait: pids.map(runQueueWaitSeconds), generator: sum(workers.map((w) => usage(w.pid!).cpu)), machine: machineCpu() });
 
   // warm-up: the same joins on lessons of their own, then they leave
   const cold = new Histogram();
@@ -340,7 +333,9 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   const svcStart = serviceCpu();
 
   log(`${target}: joining ${N} connections at ${JOIN_RATE}/s over ${G} node(s)`);
+  const sat0 = saturation(workers);
   const joined = await phase(workers, 'join', 'joined');
+  const sat1 = saturation(workers);
   const svcJoined = serviceCpu();
   await new Promise((r) => setTimeout(r, 2000));
   // the servers' cost of holding the connections with nobody sending (pings, leases, metering flush)
@@ -395,7 +390,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       cpuSeconds: end[i].cpu - start[i].cpu,
       cpuCursorSeconds: cursored.cpu[i],
       cpuJoinSeconds: joined.cpu[i],
-      waitJoinSeconds: joined.wait[i],
+      waitJoinSeconds: sat1.wait[i] - sat0.wait[i],
       cpuLeaveSeconds: left[i].cpu - closing[i].cpu,
       idleCpuPerSecond: idleRate,
       cpuCursorNetSeconds: Math.max(0, cursored.cpu[i] - idleRate * cursored.seconds),
@@ -409,7 +404,11 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
     sent,
     delivered: cursored.replies.reduce((s, r) => s + r.received, 0),
     expected: cursored.replies.reduce((s, r) => s + r.expected, 0),
-    joinMachine: joined.machine,
+    joinMachine: {
+      generatorCpuSeconds: sat1.generator - sat0.generator,
+      busyCores: ((sat1.machine.busy - sat0.machine.busy) / (sat1.machine.total - sat0.machine.total)) * cpus().length,
+      cores: cpus().length,
+    },
   };
   const held = sum(perNode.map((n) => n.held));
   const serviceFigures = (k: 'redis' | 'pg') => ({
