@@ -1,4 +1,5 @@
 import { LESSON_ARCHIVED_CHANNEL } from '../src/db/channels.js';
+import { listenSurely } from '../src/db/listen.js';
 import type { Gateway } from './Gateway.js';
 
 /**
@@ -10,8 +11,14 @@ import type { Gateway } from './Gateway.js';
  */
 export async function listenForArchives(gw: Gateway): Promise<() => Promise<void>> {
   const { sql } = gw.deps;
-  const handle = await sql.listen(LESSON_ARCHIVED_CHANNEL, (lessonId) => {
-    gw.archived(lessonId).catch((err) => gw.log.error({ err, lesson_id: lessonId }, 'archive handling failed'));
-  });
+  const handle = await listenSurely(
+    sql,
+    LESSON_ARCHIVED_CHANNEL,
+    (lessonId) => {
+      gw.archived(lessonId).catch((err) => gw.log.error({ err, lesson_id: lessonId }, 'archive handling failed'));
+    },
+    undefined,
+    gw.log,
+  );
   return () => handle.unlisten();
 }

@@ -1,4 +1,5 @@
 import { LINK_ISSUED_CHANNEL } from '../../src/db/channels.js';
+import { listenSurely } from '../../src/db/listen.js';
 import type { Deps } from '../../src/deps.js';
 import {
   linkTokenHash,
@@ -67,13 +68,15 @@ export class Admission {
 
   /** Hears the links issued from now on (LINK_ISSUED_CHANNEL); drops the cache on every (re)connect. */
   async start(): Promise<void> {
-    const req = await this.deps.sql.listen(
+    const req = await listenSurely(
+      this.deps.sql,
       LINK_ISSUED_CHANNEL,
       (payload) => {
         const notice = parseIssuedLinkNotice(payload);
         if (notice && !this.archived.has(notice.link.lesson_id)) this.remember(notice.hash, notice.link, 0, true);
       },
       () => this.clear(),
+      this.deps.log,
     );
     this.unlisten = req.unlisten;
   }

@@ -2,6 +2,7 @@ import { AUTH_CHANGED_CHANNEL } from '../db/channels.js';
 import { authenticateApiKey, isApiKeyShaped, type Authenticated } from '../domain/apiKeys.js';
 import type { Deps } from '../deps.js';
 import { readAgainOnLoss } from '../db/errors.js';
+import { listenSurely } from '../db/listen.js';
 
 /** Unknown keys are remembered this long (docs/api-decisions.md, "Authentication"). */
 const NEGATIVE_TTL_MS = 60_000;
@@ -51,10 +52,12 @@ export class AuthCache {
   ) {}
 
   async start(): Promise<void> {
-    const req = await this.deps.sql.listen(
+    const req = await listenSurely(
+      this.deps.sql,
       AUTH_CHANGED_CHANNEL,
       (partnerId) => this.dropPartner(partnerId),
       () => this.clear(),
+      this.deps.log,
     );
     this.unlisten = req.unlisten;
   }

@@ -1,3 +1,5 @@
+import type { Logger } from '../logger.js';
+
 /**
  * Failures of the connection rather than of the statement: the backend was
  * terminated (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect
@@ -42,6 +44,31 @@ export async function readAgainOnLoss<T>(read: () => Promise<T>, onRetry?: (err:
     } catch (err) {
       if (!isConnectionLost(err) || attempt >= READ_ATTEMPTS) throw err;
       onRetry?.(err as Error);
+    }
+  }
+}
+
+/** How long a start-up step keeps trying while Postgres's connections are lost (migrations, LISTENs, the dispatcher's lock). */
+export const START_RETRY_MS = 30_000;
+
+/**
+ * Runs a step of a process's start against Postgres; while its connection is
+ * lost under it (Postgres restarting, its backends terminated), runs it again,
+ * 250 ms later doubling to 5 s, for at most `retryMs`, with a warning each time.
+ * Any other error, or a loss past the deadline, is thrown: the start fails and
+ * the supervisor starts the process again. Only for steps that are safe to run
+ * twice (a LISTEN, an advisory lock on a fresh connection, migrations each in
+ * its own transaction).
+ */
+export async function retryWhileConnectionLost<T>(step: () => Promise<T>, opts: { what: string; log?: Logger; retryMs?: number }): Promise<T> {
+  const deadline = Date.now() + (opts.retryMs ?? START_RETRY_MS);
+  for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!isConnectionLost(err) || Date.now() + delay > deadline) throw err;
+      opts.log?.warn({ err: (err as Error).message, code: (err as { code?: string }).code }, `${opts.what}: connection lost; retrying`);
+      await new Promise((r) => setTimeout(r, delay));
     }
   }
 }

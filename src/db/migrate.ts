@@ -4,7 +4,7 @@ import path from 'node:path';
 import postgres from 'postgres';
 import type { Logger } from '../logger.js';
 import { MIGRATION_LOCK } from './locks.js';
-import { isConnectionLost } from './errors.js';
+import { retryWhileConnectionLost, START_RETRY_MS } from './errors.js';
 
 
 /** The migrations folder, whether running from src/ (tsx) or dist/src/ (compiled). */
@@ -54,19 +54,14 @@ async function ensureDatabase(url: string): Promise<void> {
  * A connection lost during start is retried (for `retryMs`); any other error
  * ends the start.
  */
-export async function migrate(url: string, log?: Logger, retryMs = 30_000): Promise<string[]> {
-  const deadline = Date.now() + retryMs;
-  for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
-    try {
+export async function migrate(url: string, log?: Logger, retryMs = START_RETRY_MS): Promise<string[]> {
+  return retryWhileConnectionLost(
+    async () => {
       await ensureDatabase(url);
-      return await applyMigrations(url, log);
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? '';
-      if (!isConnectionLost(err) || Date.now() + delay > deadline) throw err;
-      log?.warn({ err: (err as Error).message, code }, 'migrations: connection lost; retrying');
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
+      return applyMigrations(url, log);
+    },
+    { what: 'migrations', log, retryMs },
+  );
 }
 
 async function applyMigrations(url: string, log?: Logger): Promise<string[]> {

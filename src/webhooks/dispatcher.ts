@@ -3,6 +3,8 @@ import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
 import { EVENTS_CHANNEL } from '../db/channels.js';
 import { DISPATCHER_LOCK_CLASS } from '../db/locks.js';
+import { retryWhileConnectionLost } from '../db/errors.js';
+import { listenSurely } from '../db/listen.js';
 import type { DeliveryResult, DispatcherMetrics } from '../metrics/dispatcher.js';
 import { claimDue, nextState, recordResults, type AttemptResult, type ClaimedDelivery } from './queue.js';
 import { webhookRuntime, type WebhookRuntime } from './runtime.js';
@@ -91,12 +93,18 @@ export class Dispatcher {
       connection: { application_name: 'lessons-dispatcher-lock' },
       onclose: () => this.lockLost(),
     });
-    const [row] = await this.lockSql<{ n: number }[]>`SELECT nextval('webhook_dispatcher_seq')::integer AS n`;
-    this.number = row.n;
-    await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
+    // A connection lost while starting is retried (a new number is only a gap in the sequence).
+    await retryWhileConnectionLost(
+      async () => {
+        const [row] = await this.lockSql<{ n: number }[]>`SELECT nextval('webhook_dispatcher_seq')::integer AS n`;
+        this.number = row.n;
+        await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
+      },
+      { what: 'dispatcher liveness lock', log: this.log },
+    );
     this.lockHeld = true;
 
-    const listener = await this.deps.sql.listen(EVENTS_CHANNEL, () => this.wake(), () => this.wake());
+    const listener = await listenSurely(this.deps.sql, EVENTS_CHANNEL, () => this.wake(), () => this.wake(), this.log);
     this.unlisten = listener.unlisten;
     this.timers.push(setInterval(() => this.wake(), config.WEBHOOK_POLL_MS));
     this.timers.push(setInterval(() => void this.heartbeat(), HEARTBEAT_MS));

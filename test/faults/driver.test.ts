@@ -75,6 +75,20 @@ describe('postgres.js patch', () => {
     expect(JSON.parse(r.stdout)).toEqual({ rejected: 'CONNECTION_CLOSED', after: 1 });
   });
 
+  it('a query that fails after some of its rows: the next query on the connection gets its own rows, not holes first', async () => {
+    const r = await runCase('midstream');
+    expect(r.code).toBe(0);
+    // unpatched: [null, null, null, {x: 1}, {x: 2}]
+    expect(JSON.parse(r.stdout)).toEqual({ failed: '22012', next: [{ x: 1 }, { x: 2 }], length: 2 });
+  });
+
+  it('a backend terminated in the middle of a result: the queries after the reconnect neither inherit its error nor its rows', async () => {
+    const r = await runCase('cut');
+    expect(r.code).toBe(0);
+    // unpatched: first "error 57P01" (the old backend's), second [null, {x: 1}, {x: 2}]
+    expect(JSON.parse(r.stdout)).toEqual({ cut: 'CONNECTION_CLOSED', first: [{ x: 1 }, { x: 2 }], second: [{ x: 1 }, { x: 2 }] });
+  });
+
   it('a backend terminated while the connection fetches array types: it reconnects, the first query succeeds, nothing is left unhandled', async () => {
     const r = await runCase('types');
     expect(r.stderr).not.toMatch(/57P01|unhandled/i);

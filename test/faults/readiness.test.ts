@@ -47,6 +47,62 @@ describe('readiness through lost connections', () => {
     await api.stop('SIGKILL');
   }, 60_000);
 
+  it('its Postgres backends terminated every few milliseconds while it starts (api, gateway, dispatcher): it never exits, and is ready once they stop', async () => {
+    const apiPort = await freePort();
+    const gatewayPort = await freePort();
+    const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: 'faults-killer' } });
+    let api: Awaited<ReturnType<typeof spawnService>> | undefined;
+    let terminated = 0;
+    // Every LISTEN, the dispatcher's lock and the migrations of the start meet terminated connections, for
+    // 8 s (a Postgres flapping that long, well within START_RETRY_MS) or until the dispatcher, the last role, has started.
+    const since = Date.now();
+    const killer = (async () => {
+      while (Date.now() - since < 8_000 && !api?.output().includes('webhook dispatcher running')) {
+        const rows = await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'lessons%'`;
+        terminated += rows.length;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const env = { ROLES: 'api,gateway,dispatcher', API_PORT: String(apiPort), GATEWAY_PORT: String(gatewayPort), REDIS_URL: redis.url, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+    try {
+      api = await spawnService(env, `http://127.0.0.1:${apiPort}/readyz`, 45_000);
+      await killer;
+      const started = api;
+      expect(terminated).toBeGreaterThan(0);
+      await until(async () => started.output(), (out) => out.includes('webhook dispatcher running') || started.child.exitCode !== null, 30_000);
+      expect(started.child.exitCode, started.output()).toBeNull();
+      const up = await until(() => readyz(apiPort), (r) => r.status === 200);
+      expect(up.body).toEqual({ ready: true, postgres: 'ok', redis: 'ok' });
+      expect(started.output()).toContain('gateway listening');
+    } finally {
+      await killer.catch(() => {});
+      await admin.end({ timeout: 1 });
+      await api?.stop('SIGKILL');
+    }
+  }, 90_000);
+
+  it('Redis unreachable when it starts (api, gateway, dispatcher): it waits without exiting, and is ready once Redis is up', async () => {
+    const late = new RedisServer(await freePort());
+    const apiPort = await freePort();
+    const gatewayPort = await freePort();
+    const env = { ROLES: 'api,gateway,dispatcher', API_PORT: String(apiPort), GATEWAY_PORT: String(gatewayPort), REDIS_URL: late.url, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+    const starting = spawnService(env, `http://127.0.0.1:${apiPort}/readyz`, 45_000);
+    try {
+      await new Promise((r) => setTimeout(r, 4_000));
+      await late.start();
+      const api = await starting;
+      await until(async () => api.output(), (out) => out.includes('webhook dispatcher running') || api.child.exitCode !== null);
+      expect(api.child.exitCode, api.output()).toBeNull();
+      expect(api.output()).toContain('gateway listening');
+      expect((await readyz(apiPort)).body).toEqual({ ready: true, postgres: 'ok', redis: 'ok' });
+      await api.stop('SIGKILL');
+    } finally {
+      await starting.then((a) => a.stop('SIGKILL')).catch(() => {});
+      await late.kill();
+    }
+  }, 60_000);
+
   it('every Postgres backend of the process terminated five times: it stays up and /readyz answers 200 again', async () => {
     const port = await freePort();
     const api = await spawnService({ ROLES: 'api,dispatcher', API_PORT: String(port), REDIS_URL: redis.url, DATABASE_URL: databaseUrl }, `http://127.0.0.1:${port}/readyz`, 45_000);

@@ -1,5 +1,6 @@
 import { PARTICIPANT_REMOVED_CHANNEL } from '../../../src/db/channels.js';
 import type { Sql } from '../../../src/db/index.js';
+import { listenSurely } from '../../../src/db/listen.js';
 import type { Deps } from '../../../src/deps.js';
 import { LINK_TTL_MINUTES_MAX, type ResolvedLink } from '../../../src/domain/links.js';
 import { personIdOf } from '../../Gateway.js';
@@ -55,7 +56,8 @@ export class Removals {
 
   /** Hears removals from now on; reads the set again on each (re)connect of the LISTEN connection. */
   async start(): Promise<void> {
-    const req = await this.sql.listen(
+    const req = await listenSurely(
+      this.sql,
       PARTICIPANT_REMOVED_CHANNEL,
       (payload) => {
         try {

@@ -1,0 +1,96 @@
+import net from 'node:net';
+import postgres from 'postgres';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createSql } from '../../src/db/index.js';
+import { retryWhileConnectionLost } from '../../src/db/errors.js';
+import { listenSurely } from '../../src/db/listen.js';
+import { randomBase62 } from '../../src/lib/crypto.js';
+import { eventually } from '../helpers/wait.js';
+
+/**
+ * A process's first LISTEN on a Postgres that drops the connection under it
+ * (src/db/listen.ts): before, the start's await rejected and the process
+ * ended. A proxy in front of Postgres resets the connection whenever a LISTEN
+ * statement crosses it, as many times as the test says.
+ */
+const target = new URL(inject('databaseUrl'));
+
+async function resettingProxy(resets: number): Promise<{ url: string; resetsDone: () => number; close: () => Promise<void> }> {
+  let done = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.on('data', (chunk: Buffer) => {
+      if (done < resets && chunk.includes('listen "')) {
+        done++;
+        client.resetAndDestroy();
+        upstream.destroy();
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.toString(),
+    resetsDone: () => done,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+const notifier = postgres(target.toString(), { max: 1, onnotice: () => {} });
+afterAll(() => notifier.end({ timeout: 1 }));
+
+describe('the first LISTEN of a start, its connection reset', () => {
+  it('two resets: it listens in the end, and each notification is handled once (not once per attempt), none after unlisten', async () => {
+    const proxy = await resettingProxy(2);
+    const sql = createSql(proxy.url, { max: 2 });
+    const channel = `t_${randomBase62(8).toLowerCase()}`;
+    const heard: string[] = [];
+    let listens = 0;
+    try {
+      const handle = await listenSurely(sql, channel, (p) => heard.push(p), () => listens++);
+      expect(proxy.resetsDone()).toBe(2);
+      // told it listens (postgres.js may also have re-listened a failed attempt's listener before the retry replaced it)
+      expect(listens).toBeGreaterThanOrEqual(1);
+      await notifier`SELECT pg_notify(${channel}, 'one')`;
+      await eventually(async () => heard.length >= 1, 'the notification');
+      // postgres.js re-listens each failed attempt's listener on its own: were they not guarded, 'one' would arrive more than once
+      await new Promise((r) => setTimeout(r, 300));
+      expect(heard).toEqual(['one']);
+      await handle.unlisten();
+      await notifier`SELECT pg_notify(${channel}, 'two')`;
+      await new Promise((r) => setTimeout(r, 300));
+      expect(heard).toEqual(['one']);
+    } finally {
+      await sql.end({ timeout: 1 });
+      await proxy.close();
+    }
+  }, 20_000);
+
+  it('a start step that fails otherwise is not retried; a lost connection is, until the deadline', async () => {
+    let calls = 0;
+    const notLost = Object.assign(new Error('permission denied'), { code: '42501' });
+    await expect(retryWhileConnectionLost(async () => (calls++, Promise.reject(notLost)), { what: 'x' })).rejects.toBe(notLost);
+    expect(calls).toBe(1);
+    calls = 0;
+    const lost = Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+    await expect(retryWhileConnectionLost(async () => (calls++, Promise.reject(lost)), { what: 'x', retryMs: 1_000 })).rejects.toBe(lost);
+    expect(calls).toBeGreaterThanOrEqual(2); // 250 ms, then 500 ms, then the next would pass the deadline
+    expect(calls).toBeLessThanOrEqual(3);
+  });
+});
