@@ -84,6 +84,8 @@ export const Errors = {
   rateLimited: (retryAfterMs: number) =>
     make('rate_limited', 'Too many requests', { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) }),
   unavailable: (message = 'Service temporarily unavailable') => make('unavailable', message),
+  /** A read that lost its database connection on every attempt: nothing changed, a retry is safe (docs/api-decisions.md). */
+  databaseUnavailable: () => make('unavailable', 'The database did not answer; nothing was changed. Try again shortly', { 'Retry-After': '1' }),
   validation: (issues: ValidationIssue[]) =>
     new AppError(422, 'validation_error', 'Request validation failed', issues),
 };

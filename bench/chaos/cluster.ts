@@ -1,5 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { migrate } from '../../src/db/migrate.js';
@@ -80,6 +83,71 @@ export class RedisServer {
   }
 }
 
+const execFileAsync = promisify(execFile);
+
+/**
+ * A Postgres server of a scenario's own: `initdb` into a temporary folder and
+ * `pg_ctl` on a free port, from the Debian packages' binaries. A stop and start
+ * of the server is a fault the shared server cannot take without the rest of
+ * the suite (a crash, a restart for a minor upgrade, a failover). As root (CI
+ * here) it runs as the `postgres` user, which initdb requires.
+ */
+export class PostgresServer {
+  private dir = '';
+  constructor(readonly port: number) {}
+
+  /** A database URL on this server (`lessons` is only the base name: the Cluster makes its own database from it). */
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/lessons`;
+  }
+
+  /** Runs one of the server's programs, as the postgres user when this process is root. */
+  private async exec(program: 'initdb' | 'pg_ctl', args: string[]): Promise<void> {
+    const bin = path.join(await postgresBinDir(), program);
+    const asRoot = process.getuid?.() === 0;
+    await execFileAsync(asRoot ? 'runuser' : bin, asRoot ? ['-u', 'postgres', '--', bin, ...args] : args, { timeout: 60_000 });
+  }
+
+  /** initdb (trust, no fsync) and start. */
+  async init(): Promise<void> {
+    this.dir = await mkdtemp(path.join(tmpdir(), 'chaos-pg-'));
+    if (process.getuid?.() === 0) {
+      const uid = Number(execFileSync('id', ['-u', 'postgres']).toString());
+      const gid = Number(execFileSync('id', ['-g', 'postgres']).toString());
+      await chown(this.dir, uid, gid);
+    }
+    await this.exec('initdb', ['-D', path.join(this.dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']);
+    await this.start();
+  }
+
+  /** Starts the server and waits until it accepts connections. */
+  async start(): Promise<void> {
+    const opts = `-p ${this.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${this.dir} -c fsync=off -c max_connections=200`;
+    await this.exec('pg_ctl', ['-D', path.join(this.dir, 'data'), '-l', path.join(this.dir, 'log'), '-o', opts, '-w', 'start']);
+  }
+
+  /** `immediate`: every process ends at once with no shutdown checkpoint, as in a crash (recovery runs at the next start); `fast`: a clean stop. */
+  async stop(mode: 'immediate' | 'fast' = 'fast'): Promise<void> {
+    await this.exec('pg_ctl', ['-D', path.join(this.dir, 'data'), '-m', mode, '-w', 'stop']);
+  }
+
+  /** Stops the server (if it runs) and removes its folder. */
+  async destroy(): Promise<void> {
+    if (!this.dir) return;
+    await this.stop('immediate').catch(() => {});
+    await rm(this.dir, { recursive: true, force: true });
+    this.dir = '';
+  }
+}
+
+/** The newest installed PostgreSQL's binaries (Debian: /usr/lib/postgresql/<version>/bin). */
+async function postgresBinDir(): Promise<string> {
+  const base = '/usr/lib/postgresql';
+  const versions = (await readdir(base)).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+  if (versions.length === 0) throw new Error(`no PostgreSQL under ${base}`);
+  return path.join(base, versions[0], 'bin');
+}
+
 export class Cluster {
   readonly exits: Exit[] = [];
   readonly procs = new Map<string, ServiceProc>();
@@ -89,9 +157,13 @@ export class Cluster {
   readonly prefix: string;
   redis!: RedisServer;
 
-  constructor(readonly env: Record<string, string> = {}) {
+  /** `baseDb`: the Postgres to make the scenario's database on (default DATABASE_URL's server). */
+  constructor(
+    readonly env: Record<string, string> = {},
+    baseDb = BASE_DB,
+  ) {
     const run = `${Date.now().toString(36)}${randomBase62(4).toLowerCase()}`;
-    const u = new URL(BASE_DB);
+    const u = new URL(baseDb);
     this.dbName = `lessons_chaos_${run}`;
     u.pathname = `/${this.dbName}`;
     this.dbUrl = u.toString();

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { recordEvents } from '../../src/events/outbox.js';
-import { Cluster, type Exit, type Role } from './cluster.js';
+import { Cluster, freePort, PostgresServer, type Exit, type Role } from './cluster.js';
 import { World, type Lesson } from './world.js';
 
 /**
@@ -36,9 +36,9 @@ async function withCluster(
   scenario: string,
   params: string,
   fn: (c: Cluster, w: World, admin: postgres.Sql, notes: string[]) => Promise<Lesson[]>,
-  opts: { env?: Record<string, string>; roles?: Role[]; deliverMs?: number } = {},
+  opts: { env?: Record<string, string>; roles?: Role[]; deliverMs?: number; baseDb?: string } = {},
 ): Promise<Result> {
-  const cluster = new Cluster({ ...BASE_ENV, ...opts.env });
+  const cluster = new Cluster({ ...BASE_ENV, ...opts.env }, opts.baseDb);
   const world = new World(cluster);
   const admin = postgres(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => {}, connection: { application_name: 'chaos-killer' } });
   const notes: string[] = [];
@@ -258,6 +258,67 @@ export function redisDown(downMs: number, lessons = 4, holdMs = 5_000, afterMs =
   }, { deliverMs: 20_000 });
 }
 
+/**
+ * The whole Postgres server stopped at once, as in a crash (`pg_ctl stop -m immediate`: no shutdown
+ * checkpoint, recovery at the next start), and started again `downMs` later, on a server of the
+ * scenario's own, while people are in lessons; then lessons are made and joined on the restarted
+ * server (their links announced on the LISTEN connections that had to come back).
+ */
+export async function pgRestart(downMs = 5_000, lessons = 4, holdMs = 3_000, afterMs = 5_000): Promise<Result> {
+  const pg = new PostgresServer(await freePort());
+  await pg.init();
+  try {
+    return await withCluster(
+      'Postgres restarted',
+      `stopped as in a crash, started again ${downMs / 1000} s later, ${lessons} lessons in, ${lessons} made after`,
+      async (c, w, _admin, notes) => {
+        const before = await w.lessonsOnGateways(lessons);
+        await joinAll(before);
+        await sleep(holdMs);
+        const stoppedAt = Date.now();
+        await pg.stop('immediate');
+        // partner API reads while it is down and until it answers again
+        const statuses = new Map<number, number>();
+        const l = before[0];
+        const read = () =>
+          fetch(`${w.apiBase}/lessons/${l.id}`, { headers: { authorization: `Bearer ${l.key}` } }).then(
+            async (r) => (await r.arrayBuffer(), r.status),
+            () => 0,
+          );
+        const restarted = (async () => {
+          await sleep(downMs);
+          await pg.start();
+          return Date.now();
+        })();
+        let upAt = 0;
+        let back = 0;
+        for (;;) {
+          const st = await read();
+          statuses.set(st, (statuses.get(st) ?? 0) + 1);
+          if (upAt === 0) upAt = await Promise.race([restarted, sleep(0).then(() => 0)]);
+          if (upAt !== 0 && st === 200) {
+            back = Date.now();
+            break;
+          }
+          if (Date.now() - stoppedAt > downMs + 60_000) throw new Error('the API did not answer 200 within 60 s of the restart');
+          await sleep(100);
+        }
+        notes.push(`Postgres down ${((upAt - stoppedAt) / 1000).toFixed(1)} s; the API's first 200 ${((back - upAt) / 1000).toFixed(1)} s after the start`);
+        notes.push(`API reads of a lesson while down and until the first 200, by status: ${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')}`);
+        const after = await w.lessonsOnGateways(lessons);
+        await joinAll(after);
+        await sleep(afterMs);
+        const dropped = before.flatMap((x) => x.people).filter((p) => !p.connected).length;
+        notes.push(`${dropped} participant sockets of the lessons in progress closed during the outage`);
+        return [...before, ...after];
+      },
+      { baseDb: pg.url, deliverMs: 20_000 },
+    );
+  } finally {
+    await pg.destroy();
+  }
+}
+
 export const SCENARIOS: Record<string, { short: boolean; run: (short: boolean) => Promise<Result> }> = {
   'pg-kills': { short: true, run: (short) => (short ? pgKills(1_000, 8_000, 4) : pgKills()) },
   'lock-kill': { short: true, run: (short) => (short ? lockKill(100, 300) : lockKill()) },
@@ -266,4 +327,5 @@ export const SCENARIOS: Record<string, { short: boolean; run: (short: boolean) =
   'half-open': { short: false, run: () => halfOpen() },
   'redis-40': { short: false, run: () => redisDown(40_000) },
   'redis-120': { short: false, run: () => redisDown(120_000) },
+  'pg-restart': { short: true, run: (short) => (short ? pgRestart(3_000, 2) : pgRestart()) },
 };

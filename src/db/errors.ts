@@ -1,3 +1,4 @@
+import { Errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /**
@@ -45,6 +46,38 @@ export async function readAgainOnLoss<T>(read: () => Promise<T>, onRetry?: (err:
       if (!isConnectionLost(err) || attempt >= READ_ATTEMPTS) throw err;
       onRetry?.(err as Error);
     }
+  }
+}
+
+/**
+ * How long a partner API read waits for Postgres. While Postgres is down or
+ * restarting, postgres.js keeps a query waiting for a connection (it retries
+ * the connect with backoff and does not fail the query), so without a bound a
+ * request would hang until Postgres is back. A restart's blip of a second or
+ * two is absorbed; a longer outage answers 503 within this.
+ */
+export const READ_WAIT_MS = 5_000;
+
+/**
+ * readAgainOnLoss for the partner API (every GET route and the API-key
+ * lookup): a read that still lost its connection after its attempts, or got
+ * no answer within READ_WAIT_MS (Postgres down or restarting), is 503
+ * `unavailable` with Retry-After, not a 500 or a request left hanging: it
+ * changed nothing, and the partner may simply retry. Writes are not wrapped: a
+ * write whose connection was lost may have committed (its 500 is what the
+ * idempotency store keeps).
+ */
+export async function readOrUnavailable<T>(read: () => Promise<T>, onRetry?: (err: Error) => void, waitMs = READ_WAIT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Errors.databaseUnavailable()), waitMs);
+  });
+  try {
+    return await Promise.race([readAgainOnLoss(read, onRetry), gaveUp]);
+  } catch (err) {
+    throw isConnectionLost(err) ? Errors.databaseUnavailable() : err;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

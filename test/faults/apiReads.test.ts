@@ -1,5 +1,6 @@
 import postgres from 'postgres';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
+import { startProxy } from '../board/proxy.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory } from '../helpers/factories.js';
 
@@ -46,5 +47,29 @@ describe('reads while Postgres backends are terminated', () => {
     }
     expect(killed).toBeGreaterThan(5);
     expect(statuses.filter((s) => / 5\d\d$/.test(s))).toEqual([]);
+  }, 60_000);
+
+  it('Postgres unreachable: a GET answers 503 unavailable with Retry-After (not 500), an uncached key too; 200 again once it is back', async () => {
+    const db = new URL(inject('databaseUrl'));
+    const proxy = await startProxy(Number(db.port || 5432));
+    const via = new URL(db);
+    via.hostname = '127.0.0.1';
+    via.port = String(proxy.port);
+    const cut = await startTestApi({ env: { DATABASE_URL: via.toString() } });
+    const known = await partnerFactory(sql);
+    const fresh = await partnerFactory(sql);
+    expect((await cut.request('GET', '/balance', { key: known.apiKey })).status).toBe(200);
+    proxy.cut(20_000);
+    const t0 = Date.now();
+    const down = await cut.request('GET', '/balance', { key: known.apiKey });
+    const lookup = await cut.request('GET', '/balance', { key: fresh.apiKey });
+    expect(Date.now() - t0).toBeLessThan(15_000); // each within READ_WAIT_MS (5 s), while the database is still away
+    for (const res of [down, lookup]) {
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ detail: { code: 'unavailable', message: expect.stringContaining('nothing was changed') } });
+      expect(res.headers.get('retry-after')).toBe('1');
+    }
+    proxy.cut(0);
+    await expect.poll(async () => (await cut.request('GET', '/balance', { key: fresh.apiKey })).status, { timeout: 15_000, interval: 200 }).toBe(200);
   }, 60_000);
 });

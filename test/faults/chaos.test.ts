@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { concurrentStart, lockKill, pgKills, type Result } from '../../bench/chaos/scenarios.js';
+import { concurrentStart, lockKill, pgKills, pgRestart, type Result } from '../../bench/chaos/scenarios.js';
 
 /**
  * The short scenarios of the fault suite (`npm run chaos -- --short`), each
@@ -34,4 +34,16 @@ describe('fault suite, short scenarios', () => {
     expectHealthy(r);
     expect(r.notes).toContain('4 of 4 processes became ready');
   }, 90_000);
+
+  it('the whole Postgres server stopped as in a crash and started 3 s later, people in lessons: no exit, events delivered, billing within 2 s, new lessons joined after', async () => {
+    const r = await pgRestart(3_000, 2);
+    expectHealthy(r);
+    expect(r.notes.join()).toMatch(/Postgres down \d/);
+    expect(r.lessons).toBe(4); // 2 in progress through the restart, 2 made and joined after it
+    expect(r.events.expected).toBeGreaterThan(0);
+    expect(r.maxOver).toBeLessThanOrEqual(2);
+    expect(r.maxUnder).toBeGreaterThanOrEqual(-2);
+    // the API's reads during the outage: 503 or 200, never a 500
+    expect(r.notes.join()).not.toMatch(/500: \d/);
+  }, 120_000);
 });
