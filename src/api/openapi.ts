@@ -37,7 +37,7 @@ const WHEN: Record<ErrorCode, string> = {
   validation_error: 'the request failed validation; `detail` lists the fields',
   rate_limited: 'more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed',
   internal: 'an unexpected fault (logged with the request id; no details in the body)',
-  unavailable: 'a dependency is down where the request cannot be served safely',
+  unavailable: 'a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again',
 };
 
 const DESCRIPTION = `Partner API of the online lesson service. The partner specification is partner-api.md; where it
@@ -72,6 +72,7 @@ const HEADERS: Record<string, Json> = {
   RateLimit: header('IETF draft-ietf-httpapi-ratelimit-headers: `"default";r=<remaining>;t=<seconds until the allowance is full again>`'),
   'RateLimit-Policy': header('`"default";q=<limit>;w=60`: at most q requests in any rolling 60 s'),
   'Retry-After': header('seconds until one more request is allowed', { type: 'integer', minimum: 1 }, true),
+  'Retry-After-Unavailable': header('seconds to wait before trying again (the database or the renderer is expected back)', { type: 'integer', minimum: 1 }, true),
   'Idempotent-Replayed': header('`true` when this is the stored response to an earlier request with the same Idempotency-Key'),
   Allow: header('the methods the path has'),
 };
@@ -169,6 +170,7 @@ export function buildOpenApi(routes: RouteDef[], version: string): Json {
       // 401 is answered before the limiter runs; every later answer carries its headers
       if (status !== 401) Object.assign(headers, limited);
       if (status === 429) headers['Retry-After'] = ref('headers', 'Retry-After');
+      if (status === 503) headers['Retry-After'] = ref('headers', 'Retry-After-Unavailable');
       if (r.method === 'post' && status !== 401 && status !== 429) headers['Idempotent-Replayed'] = ref('headers', 'Idempotent-Replayed');
       responses[String(status)] = {
         description: list.map((c) => `\`${c}\`: ${WHEN[c]}`).join('; '),

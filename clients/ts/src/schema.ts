@@ -121,12 +121,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -325,12 +326,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                         [name: string]: unknown;
                     };
@@ -481,12 +483,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -611,12 +614,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -869,12 +873,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                         [name: string]: unknown;
                     };
@@ -974,12 +979,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1134,12 +1140,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1294,12 +1301,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1425,12 +1433,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1572,12 +1581,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1698,12 +1708,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1859,12 +1870,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -1949,12 +1961,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -2098,12 +2111,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                         [name: string]: unknown;
                     };
@@ -2227,12 +2241,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -2355,12 +2370,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         [name: string]: unknown;
                     };
                     content: {
@@ -2527,12 +2543,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely */
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
                 503: {
                     headers: {
                         "X-Request-Id": components["headers"]["X-Request-Id"];
                         RateLimit: components["headers"]["RateLimit"];
                         "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
                         "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                         [name: string]: unknown;
                     };
@@ -3539,6 +3556,8 @@ export interface components {
         "RateLimit-Policy": string;
         /** @description seconds until one more request is allowed */
         "Retry-After": number;
+        /** @description seconds to wait before trying again (the database or the renderer is expected back) */
+        "Retry-After-Unavailable": number;
         /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key */
         "Idempotent-Replayed": string;
         /** @description the methods the path has */
