@@ -3,6 +3,7 @@ import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
 import { EVENTS_CHANNEL } from '../db/channels.js';
 import { DISPATCHER_LOCK_CLASS } from '../db/locks.js';
+import { reconnectBackoff } from '../db/index.js';
 import { retryWhileConnectionLost } from '../db/errors.js';
 import { listenSurely } from '../db/listen.js';
 import type { DeliveryResult, DispatcherMetrics } from '../metrics/dispatcher.js';
@@ -91,6 +92,7 @@ export class Dispatcher {
       max_lifetime: 0,
       onnotice: () => {},
       connection: { application_name: 'lessons-dispatcher-lock' },
+      backoff: reconnectBackoff,
       onclose: () => this.lockLost(),
     });
     // A connection lost while starting is retried (a new number is only a gap in the sequence).
