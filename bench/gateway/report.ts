@@ -202,7 +202,7 @@ export function printReport(results: Result[], p: RunParams): void {
   }
   const json = results.map((r) => {
     const { errors, ...f } = total.get(r.target)!;
-    return { target: r.target, ...f, errors, coldJoinP50: r.coldJoinP50, coldJoinP99: r.coldJoinP99, sent: r.sent, delivered: r.delivered, expected: r.expected, billing: r.billing, redis: r.redis, nodes: r.nodes.map((n) => figures([n], r.sent)) };
+    return { target: r.target, ...f, errors, coldJoinP50: r.coldJoinP50, coldJoinP99: r.coldJoinP99, sent: r.sent, delivered: r.delivered, expected: r.expected, billing: r.billing, redis: r.redis, postgres: r.postgres, nodes: r.nodes.map((n) => figures([n], r.sent)) };
   });
   process.stdout.write(`${out.join('\n')}\n\n${JSON.stringify({ params: p, results: json })}\n`);
 }
