@@ -20,7 +20,7 @@ import type { ApiMetrics } from '../metrics/api.js';
 import { requestIdFrom } from './middlewares/requestId.js';
 import { partnerRoutes } from './routes/index.js';
 import type { ApiContext, ApiState, RouteDef } from './route.js';
-import { readOrUnavailable } from '../db/errors.js';
+import { READ_WAIT_MS, readOrUnavailable } from '../db/errors.js';
 
 export const SERVICE_VERSION = '0.1.0';
 /** JSON bodies from this size on are sent compressed when the client accepts it. */
@@ -119,7 +119,7 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
       // (issue 13), and answers 503 if it never got through; a POST's retry is the partner's,
       // with its Idempotency-Key.
       const retried = (err: Error) => log.warn({ err: err.message }, 'a read lost its Postgres connection; running it again');
-      await (r.method === 'post' ? idempotent(ctx, raw, run) : r.method === 'get' ? readOrUnavailable(run, retried) : run());
+      await (r.method === 'post' ? idempotent(ctx, raw, run) : r.method === 'get' ? readOrUnavailable(run, retried, r.ownDeadline ? undefined : READ_WAIT_MS) : run());
     });
   }
   app.use(router.routes());

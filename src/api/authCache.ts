@@ -1,7 +1,7 @@
 import { AUTH_CHANGED_CHANNEL } from '../db/channels.js';
 import { authenticateApiKey, isApiKeyShaped, type Authenticated } from '../domain/apiKeys.js';
 import type { Deps } from '../deps.js';
-import { readOrUnavailable } from '../db/errors.js';
+import { READ_WAIT_MS, readOrUnavailable } from '../db/errors.js';
 import { listenSurely } from '../db/listen.js';
 
 /** Unknown keys are remembered this long (docs/api-decisions.md, "Authentication"). */
@@ -104,7 +104,7 @@ export class AuthCache {
   private async lookup(apiKey: string): Promise<Authenticated | null> {
     const generation = this.generation;
     this.lookupsMade++;
-    const found = await readOrUnavailable(() => authenticateApiKey(this.deps.readSql, apiKey));
+    const found = await readOrUnavailable(() => authenticateApiKey(this.deps.readSql, apiKey), undefined, READ_WAIT_MS);
     const auth = typeof found === 'string' ? null : found;
     if (generation !== this.generation || !auth) {
       this.entries.delete(apiKey);

@@ -43,6 +43,11 @@ export interface RouteDef<P = unknown, Q = unknown, B = unknown> {
   body?: z.ZodType;
   responses: Record<number, ResponseDoc>;
   errors: ErrorCode[];
+  /**
+   * A GET whose own work may take longer than READ_WAIT_MS (the preview's render, bounded at 10 s by
+   * its own limits): it is not cut at that wait for Postgres (src/db/errors.ts readOrUnavailable).
+   */
+  ownDeadline?: true;
   handler: (ctx: ApiContext, input: { params: P; query: Q; body: B }) => Promise<void> | void;
 }
 

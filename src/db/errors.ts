@@ -61,19 +61,23 @@ export const READ_WAIT_MS = 5_000;
 /**
  * readAgainOnLoss for the partner API (every GET route and the API-key
  * lookup): a read that still lost its connection after its attempts, or got
- * no answer within READ_WAIT_MS (Postgres down or restarting), is 503
- * `unavailable` with Retry-After, not a 500 or a request left hanging: it
- * changed nothing, and the partner may simply retry. Writes are not wrapped: a
- * write whose connection was lost may have committed (its 500 is what the
- * idempotency store keeps).
+ * no answer within `waitMs` (READ_WAIT_MS; none for a route with a deadline
+ * of its own, RouteDef.ownDeadline), is 503 `unavailable` with Retry-After,
+ * not a 500 or a request left hanging: it changed nothing, and the partner may
+ * simply retry. Writes are not wrapped: a write whose connection was lost may
+ * have committed (its 500 is what the idempotency store keeps).
  */
-export async function readOrUnavailable<T>(read: () => Promise<T>, onRetry?: (err: Error) => void, waitMs = READ_WAIT_MS): Promise<T> {
+export async function readOrUnavailable<T>(read: () => Promise<T>, onRetry?: (err: Error) => void, waitMs?: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Errors.databaseUnavailable()), waitMs);
-  });
+  const attempts = readAgainOnLoss(read, onRetry);
+  const gaveUp =
+    waitMs === undefined
+      ? attempts
+      : new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(Errors.databaseUnavailable()), waitMs);
+        });
   try {
-    return await Promise.race([readAgainOnLoss(read, onRetry), gaveUp]);
+    return await Promise.race([attempts, gaveUp]);
   } catch (err) {
     throw isConnectionLost(err) ? Errors.databaseUnavailable() : err;
   } finally {

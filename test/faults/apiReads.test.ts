@@ -1,5 +1,7 @@
 import postgres from 'postgres';
 import { describe, expect, inject, it } from 'vitest';
+import { readOrUnavailable } from '../../src/db/errors.js';
+import { partnerRoutes } from '../../src/api/routes/index.js';
 import { startProxy } from '../board/proxy.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory } from '../helpers/factories.js';
@@ -76,4 +78,12 @@ describe('reads while Postgres backends are terminated', () => {
     expect((await cut.request('GET', '/balance', { key: fresh.apiKey })).status).toBe(200);
     expect(Date.now() - backAt).toBeLessThan(3_000);
   }, 60_000);
+
+  it('the wait is cut for reads only where asked: a route with its own deadline (the preview) is not cut', async () => {
+    const slow = () => new Promise<string>((r) => setTimeout(() => r('done'), 300));
+    await expect(readOrUnavailable(slow, undefined, 100)).rejects.toMatchObject({ status: 503, code: 'unavailable' });
+    await expect(readOrUnavailable(slow)).resolves.toBe('done');
+    const own = partnerRoutes.filter((r) => r.ownDeadline).map((r) => `${r.method} ${r.path}`);
+    expect(own).toEqual(['get /lessons/{id}/preview']);
+  });
 });

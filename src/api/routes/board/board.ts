@@ -55,6 +55,7 @@ export const boardRoutes = [
       '404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match (RFC 9110: a list, weak comparison, `*`) answers 304. ' +
       'A render is bounded: a page beyond its drawing budget gives an approximate picture; when the renderer is busy or a ' +
       'render passes its time or memory limit, 503 unavailable with Retry-After, within 10 s.',
+    ownDeadline: true,
     params: LessonIdParams,
     responses: {
       200: { description: 'PNG image', contentType: 'image/png', headers: { ETag: 'board seq the picture shows' } },
