@@ -83,9 +83,10 @@ export const Errors = {
   /** `retryAfterMs` from the limiter's decision; Retry-After is whole seconds, at least 1 */
   rateLimited: (retryAfterMs: number) =>
     make('rate_limited', 'Too many requests', { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) }),
-  unavailable: (message = 'Service temporarily unavailable') => make('unavailable', message),
-  /** A read that lost its database connection on every attempt: nothing changed, a retry is safe (docs/api-decisions.md). */
-  databaseUnavailable: () => make('unavailable', 'The database did not answer; nothing was changed. Try again shortly', { 'Retry-After': '1' }),
+  /** Every 503 says when to try again (Retry-After, whole seconds). */
+  unavailable: (message: string, retryAfterSeconds: number) => make('unavailable', message, { 'Retry-After': String(retryAfterSeconds) }),
+  /** A read that got no answer from the database: nothing changed, a retry is safe (docs/api-decisions.md). */
+  databaseUnavailable: () => Errors.unavailable('The database did not answer; nothing was changed. Try again shortly', 1),
   validation: (issues: ValidationIssue[]) =>
     new AppError(422, 'validation_error', 'Request validation failed', issues),
 };

@@ -285,17 +285,20 @@ export async function pgRestart(downMs = 5_000, lessons = 4, holdMs = 3_000, aft
             async (r) => (await r.arrayBuffer(), r.status),
             () => 0,
           );
-        const restarted = (async () => {
-          await sleep(downMs);
-          await pg.start();
-          return Date.now();
-        })();
+        // started again in the background while the reads go on; a failed start ends the scenario
         let upAt = 0;
+        let startFailed: unknown;
+        const restarted = sleep(downMs)
+          .then(() => pg.start())
+          .then(
+            () => void (upAt = Date.now()),
+            (err) => void (startFailed = err),
+          );
         let back = 0;
         for (;;) {
           const st = await read();
           statuses.set(st, (statuses.get(st) ?? 0) + 1);
-          if (upAt === 0) upAt = await Promise.race([restarted, sleep(0).then(() => 0)]);
+          if (startFailed) throw startFailed;
           if (upAt !== 0 && st === 200) {
             back = Date.now();
             break;
@@ -303,6 +306,7 @@ export async function pgRestart(downMs = 5_000, lessons = 4, holdMs = 3_000, aft
           if (Date.now() - stoppedAt > downMs + 60_000) throw new Error('the API did not answer 200 within 60 s of the restart');
           await sleep(100);
         }
+        await restarted;
         notes.push(`Postgres down ${((upAt - stoppedAt) / 1000).toFixed(1)} s; the API's first 200 ${((back - upAt) / 1000).toFixed(1)} s after the start`);
         notes.push(`API reads of a lesson while down and until the first 200, by status: ${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')}`);
         const after = await w.lessonsOnGateways(lessons);

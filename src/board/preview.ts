@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Sql } from '../db/index.js';
-import { AppError } from '../errors.js';
+import { Errors, type AppError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import { RenderBusy, RenderFailed, RenderPool } from './render/pool.js';
 
@@ -32,7 +32,7 @@ export function previewUnavailable(err: unknown, retryAfterSeconds: number): App
     err instanceof RenderBusy
       ? 'The preview renderer is busy'
       : `The preview could not be rendered within its limits (${err instanceof RenderFailed ? err.reason : 'failed'})`;
-  const e = new AppError(503, 'unavailable', `${why}; try again later`, undefined, { 'Retry-After': String(retryAfterSeconds) });
+  const e = Errors.unavailable(`${why}; try again later`, retryAfterSeconds);
   // the whole story, for whoever logs it (the message tells the partner only which limit, in a word)
   e.cause = err;
   return e;

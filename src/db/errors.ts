@@ -70,13 +70,11 @@ export const READ_WAIT_MS = 5_000;
 export async function readOrUnavailable<T>(read: () => Promise<T>, onRetry?: (err: Error) => void, waitMs?: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const attempts = readAgainOnLoss(read, onRetry);
-  const gaveUp =
-    waitMs === undefined
-      ? attempts
-      : new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(Errors.databaseUnavailable()), waitMs);
-        });
   try {
+    if (waitMs === undefined) return await attempts;
+    const gaveUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Errors.databaseUnavailable()), waitMs);
+    });
     return await Promise.race([attempts, gaveUp]);
   } catch (err) {
     throw isConnectionLost(err) ? Errors.databaseUnavailable() : err;

@@ -2,11 +2,13 @@ import net from 'node:net';
 import { afterAll } from 'vitest';
 
 /**
- * A TCP proxy in front of the gateway, to cut the network under a browser:
- * `cut(ms)` drops every connection at once (as a lost Wi-Fi would) and refuses
- * new ones for `ms`. Loopback only; closed after the file.
+ * A TCP proxy in front of a server on loopback (the gateway under a browser,
+ * Postgres under a service): `cut(ms)` drops every connection at once (as a
+ * lost Wi-Fi would) and refuses new ones for `ms`; `resetWhen` resets a
+ * client's connection at a chunk it sends (a statement crossing it).
+ * Closed after the file.
  */
-export async function startProxy(targetPort: number): Promise<{ port: number; cut: (ms: number) => void }> {
+export async function startProxy(targetPort: number, opts: { resetWhen?: (chunk: Buffer) => boolean } = {}): Promise<{ port: number; cut: (ms: number) => void }> {
   const sockets = new Set<net.Socket>();
   let downUntil = 0;
   const server = net.createServer((client) => {
@@ -17,7 +19,15 @@ export async function startProxy(targetPort: number): Promise<{ port: number; cu
       s.on('close', () => sockets.delete(s));
       s.on('error', () => undefined);
     }
-    client.pipe(upstream).pipe(client);
+    const resetWhen = opts.resetWhen;
+    if (resetWhen) {
+      client.on('data', (chunk: Buffer) => {
+        if (!resetWhen(chunk)) return void upstream.write(chunk);
+        client.resetAndDestroy();
+        upstream.destroy();
+      });
+      upstream.pipe(client);
+    } else client.pipe(upstream).pipe(client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });

@@ -5,6 +5,7 @@ import { partnerRoutes } from '../../src/api/routes/index.js';
 import { startProxy } from '../board/proxy.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory } from '../helpers/factories.js';
+import { terminateBackends } from '../helpers/process.js';
 
 /**
  * Issue 13: a read whose Postgres backend is terminated under it runs once
@@ -22,9 +23,7 @@ describe('reads while Postgres backends are terminated', () => {
     let stop = false;
     const killer = (async () => {
       while (!stop) {
-        const [r] = await admin<{ n: number }[]>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'lessons%'`;
-        killed += r!.n;
+        killed += await terminateBackends(admin);
         await new Promise((res) => setTimeout(res, 150));
       }
     })();

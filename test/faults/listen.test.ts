@@ -1,10 +1,10 @@
-import net from 'node:net';
 import postgres from 'postgres';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createSql } from '../../src/db/index.js';
 import { retryWhileConnectionLost } from '../../src/db/errors.js';
 import { listenSurely } from '../../src/db/listen.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
+import { startProxy } from '../board/proxy.js';
 import { eventually } from '../helpers/wait.js';
 
 /**
@@ -15,41 +15,19 @@ import { eventually } from '../helpers/wait.js';
  */
 const target = new URL(inject('databaseUrl'));
 
-async function resettingProxy(resets: number): Promise<{ url: string; resetsDone: () => number; close: () => Promise<void> }> {
+/** A Postgres URL through a proxy that resets the connection at the first `resets` LISTEN statements crossing it. */
+async function resettingProxy(resets: number): Promise<{ url: string; resetsDone: () => number }> {
   let done = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => undefined);
-    }
-    client.on('data', (chunk: Buffer) => {
-      if (done < resets && chunk.includes('listen "')) {
-        done++;
-        client.resetAndDestroy();
-        upstream.destroy();
-        return;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const resetWhen = (chunk: Buffer) => {
+    if (done >= resets || !chunk.includes('listen "')) return false;
+    done++;
+    return true;
+  };
+  const proxy = await startProxy(Number(target.port || 5432), { resetWhen });
   const url = new URL(target);
   url.hostname = '127.0.0.1';
-  url.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: url.toString(),
-    resetsDone: () => done,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
+  url.port = String(proxy.port);
+  return { url: url.toString(), resetsDone: () => done };
 }
 
 const notifier = postgres(target.toString(), { max: 1, onnotice: () => {} });
@@ -78,7 +56,6 @@ describe('the first LISTEN of a start, its connection reset', () => {
       expect(heard).toEqual(['one']);
     } finally {
       await sql.end({ timeout: 1 });
-      await proxy.close();
     }
   }, 20_000);
 

@@ -2,7 +2,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../../bench/chaos/cluster.js';
 import { freePort } from '../helpers/net.js';
-import { spawnService } from '../helpers/process.js';
+import { spawnService, terminateBackends, type ServiceProcess } from '../helpers/process.js';
 import { isolatedDatabase } from '../webhooks/helpers/stack.js';
 
 /**
@@ -31,6 +31,17 @@ async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000
   }
 }
 
+/** A process with every role (api, gateway, dispatcher) on `redisUrl`, at info level (the roles' start lines are read). */
+async function allRoles(redisUrl: string): Promise<{ env: Record<string, string>; apiPort: number }> {
+  const apiPort = await freePort();
+  const env = { ROLES: 'api,gateway,dispatcher', API_PORT: String(apiPort), GATEWAY_PORT: String(await freePort()), REDIS_URL: redisUrl, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+  return { env, apiPort };
+}
+
+/** The dispatcher, the last role to start, has started (or the process ended: the caller's check says how). */
+const dispatcherStarted = (api: ServiceProcess, ms?: number) =>
+  until(async () => api.output(), (out) => out.includes('webhook dispatcher running') || api.child.exitCode !== null, ms);
+
 describe('readiness through lost connections', () => {
   it('Redis killed: /readyz 503 naming redis while it is down, 200 after it is back, the process never exits', async () => {
     const port = await freePort();
@@ -48,29 +59,25 @@ describe('readiness through lost connections', () => {
   }, 60_000);
 
   it('its Postgres backends terminated every few milliseconds while it starts (api, gateway, dispatcher): it never exits, and is ready once they stop', async () => {
-    const apiPort = await freePort();
-    const gatewayPort = await freePort();
+    const { env, apiPort } = await allRoles(redis.url);
     const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: 'faults-killer' } });
-    let api: Awaited<ReturnType<typeof spawnService>> | undefined;
+    let api: ServiceProcess | undefined;
     let terminated = 0;
     // Every LISTEN, the dispatcher's lock and the migrations of the start meet terminated connections, for
     // 8 s (a Postgres flapping that long, well within START_RETRY_MS) or until the dispatcher, the last role, has started.
     const since = Date.now();
     const killer = (async () => {
       while (Date.now() - since < 8_000 && !api?.output().includes('webhook dispatcher running')) {
-        const rows = await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'lessons%'`;
-        terminated += rows.length;
+        terminated += await terminateBackends(admin);
         await new Promise((r) => setTimeout(r, 5));
       }
     })();
-    const env = { ROLES: 'api,gateway,dispatcher', API_PORT: String(apiPort), GATEWAY_PORT: String(gatewayPort), REDIS_URL: redis.url, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
     try {
       api = await spawnService(env, `http://127.0.0.1:${apiPort}/readyz`, 45_000);
       await killer;
       const started = api;
       expect(terminated).toBeGreaterThan(0);
-      await until(async () => started.output(), (out) => out.includes('webhook dispatcher running') || started.child.exitCode !== null, 30_000);
+      await dispatcherStarted(started, 30_000);
       expect(started.child.exitCode, started.output()).toBeNull();
       const up = await until(() => readyz(apiPort), (r) => r.status === 200);
       expect(up.body).toEqual({ ready: true, postgres: 'ok', redis: 'ok' });
@@ -84,15 +91,13 @@ describe('readiness through lost connections', () => {
 
   it('Redis unreachable when it starts (api, gateway, dispatcher): it waits without exiting, and is ready once Redis is up', async () => {
     const late = new RedisServer(await freePort());
-    const apiPort = await freePort();
-    const gatewayPort = await freePort();
-    const env = { ROLES: 'api,gateway,dispatcher', API_PORT: String(apiPort), GATEWAY_PORT: String(gatewayPort), REDIS_URL: late.url, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+    const { env, apiPort } = await allRoles(late.url);
     const starting = spawnService(env, `http://127.0.0.1:${apiPort}/readyz`, 45_000);
     try {
       await new Promise((r) => setTimeout(r, 4_000));
       await late.start();
       const api = await starting;
-      await until(async () => api.output(), (out) => out.includes('webhook dispatcher running') || api.child.exitCode !== null);
+      await dispatcherStarted(api);
       expect(api.child.exitCode, api.output()).toBeNull();
       expect(api.output()).toContain('gateway listening');
       expect((await readyz(apiPort)).body).toEqual({ ready: true, postgres: 'ok', redis: 'ok' });
@@ -109,8 +114,7 @@ describe('readiness through lost connections', () => {
     const admin = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: 'faults-killer' } });
     try {
       for (let i = 0; i < 5; i++) {
-        await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                    WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'lessons%'`;
+        await terminateBackends(admin);
         await new Promise((r) => setTimeout(r, 300));
       }
       // a refused connection means the process died: say how, with what it printed

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type postgres from 'postgres';
 import { afterAll } from 'vitest';
 import { testEnv } from './deps.js';
 
@@ -57,4 +58,15 @@ export async function spawnService(env: Record<string, string>, readyUrl: string
     await new Promise((r) => setTimeout(r, 100));
   }
   return { child, output: () => out, stop };
+}
+
+/**
+ * Terminates every Postgres backend of the service processes on `admin`'s database (their
+ * application_name starts with `lessons`: pools, LISTEN and lock connections), not `admin`'s own;
+ * returns how many.
+ */
+export async function terminateBackends(admin: postgres.Sql): Promise<number> {
+  const [r] = await admin<{ n: number }[]>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'lessons%'`;
+  return r!.n;
 }
