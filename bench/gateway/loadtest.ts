@@ -88,8 +88,11 @@ const { values: a } = parseArgs({
     'over-limit': { type: 'boolean', default: false },
     // the gateways (and the API) on a local 3-master Redis Cluster started for the run (the relays keep REDIS_URL)
     'redis-cluster': { type: 'boolean', default: false },
+    // the load generator's WebSocket client: lean (bench/gateway/leanClient.ts: frames over a TCP socket, a third of the CPU) or ws (the library)
+    client: { type: 'string', default: 'lean' },
   },
 });
+if (a.client !== 'lean' && a.client !== 'ws') throw new Error(`--client lean|ws, not ${a.client}`);
 const N = Number(a.connections);
 const M = Number(a.lessons ?? Math.max(1, Math.round(N / 20)));
 const JOIN_RATE = Number(a['join-rate']);
@@ -287,6 +290,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
           nodeCount: G,
           proto: target === 'sio' ? 'sio' : 'json',
           localAddresses: addresses.filter((_, i) => i % W === w),
+          client: a.client,
           joinRate: JOIN_RATE / W,
           cursorRate: CURSOR_RATE / W,
           holdSeconds: HOLD,
@@ -556,7 +560,7 @@ async function cleanup(): Promise<void> {
 
 try {
   const load = loadavg().map((x) => x.toFixed(2)).join(' ');
-  log(`${N} connections over ${M} lessons, ${G} node(s) per target (spread by ${SPREAD}), ${W} workers, join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; load average at start ${load}; ulimit -n ${FD_LIMIT}`);
+  log(`${N} connections over ${M} lessons, ${G} node(s) per target (spread by ${SPREAD}), ${W} workers (${a.client} clients), join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; load average at start ${load}; ulimit -n ${FD_LIMIT}`);
   const targets = parseTargets(a.target!);
   if (!['lesson', 'connection'].includes(SPREAD)) throw new Error('--spread must be lesson or connection');
   checkDescriptors(targets);
@@ -571,7 +575,7 @@ try {
   const { lessons, warm } = await setup();
   const results: Result[] = [];
   for (const t of targets) results.push(await scenario(t, lessons, warm, gateways));
-  printReport(results, { N, M, G, W, JOIN_RATE, CURSOR_RATE, HOLD, spread: SPREAD, features: a.features, loadAverage: load });
+  printReport(results, { N, M, G, W, JOIN_RATE, CURSOR_RATE, HOLD, spread: SPREAD, features: a.features, client: a.client!, loadAverage: load });
 } finally {
   await cleanup();
 }

@@ -136,6 +136,8 @@ export interface RunParams {
   CURSOR_RATE: number;
   HOLD: number;
   spread: string;
+  /** the load generator's WebSocket client (--client) */
+  client: string;
   features: string | undefined;
   loadAverage: string;
 }
@@ -171,7 +173,7 @@ export function printReport(results: Result[], p: RunParams): void {
     ['billing: largest error outside the join-latency window (s)', (r) => (r.billing ? `${r.billing.maxOutsideWindowSeconds}` : '-')],
   ];
   const out = [
-    `${p.N} connections, ${p.M} lessons, ${p.G} node(s) per target (spread by ${p.spread}), ${p.W} workers, joins ${p.JOIN_RATE}/s, cursors ${p.CURSOR_RATE}/s for ${p.HOLD} s, features ${p.features}; load average at start ${p.loadAverage}`,
+    `${p.N} connections, ${p.M} lessons, ${p.G} node(s) per target (spread by ${p.spread}), ${p.W} workers (${p.client} clients), joins ${p.JOIN_RATE}/s, cursors ${p.CURSOR_RATE}/s for ${p.HOLD} s, features ${p.features}; load average at start ${p.loadAverage}`,
     '',
     `| figure | ${results.map((r) => r.target).join(' | ')} |`,
     `|---|${results.map(() => '---').join('|')}|`,

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { Histogram } from './histogram.js';
+import { type LeanHandlers, LeanWebSocket, OPEN } from './leanClient.js';
 
 /**
  * One load-generator process (forked by loadtest.ts). It owns whole lessons,
@@ -16,12 +17,20 @@ interface Init {
   /** `sio`: the Socket.IO wire protocol (Engine.IO v4 frames over the same WebSocket client) */
   proto: 'json' | 'sio';
   localAddresses: string[];
+  /** the WebSocket client: `lean` (leanClient.ts, the default) or `ws` (the library, as before 2026-11-27 evening) */
+  client: 'lean' | 'ws';
   joinRate: number;
   cursorRate: number;
   holdSeconds: number;
 }
+/** What the worker needs of a client socket (`ws` and LeanWebSocket both number readyState 0-3, OPEN = 1). */
+interface ClientSocket {
+  readyState: number;
+  send(text: string): void;
+  close(code: number): void;
+}
 interface Conn {
-  ws: WebSocket;
+  ws: ClientSocket;
   lesson: number;
   node: number;
   startedAt: number;
@@ -61,41 +70,57 @@ function decode(c: Conn, text: string): { type: string; x?: number; code?: strin
 const encode = (frame: string) => (init.proto === 'json' ? frame : `42["message",${frame}]`);
 
 function open(lesson: number, url: string, node: number, addr: string, first = false): Conn {
-  const c: Conn = { ws: new WebSocket(url, { localAddress: addr, perMessageDeflate: false }), lesson, node, startedAt: performance.now(), first, closing: false };
-  c.ws.on('message', (data) => {
-    const now = performance.now();
-    const m = decode(c, data.toString());
-    if (!m) return;
-    if (m.type === 'cursor') {
-      const t = sendTimes.get(m.x!);
-      if (t !== undefined) {
-        fanoutHist[node].record(now - t);
-        received++;
+  const c = { lesson, node, startedAt: performance.now(), first, closing: false } as Conn;
+  const on: LeanHandlers = {
+    message(text) {
+      const now = performance.now();
+      const m = decode(c, text);
+      if (!m) return;
+      if (m.type === 'cursor') {
+        const t = sendTimes.get(m.x!);
+        if (t !== undefined) {
+          fanoutHist[node].record(now - t);
+          received++;
+        }
+      } else if (m.type === 'welcome') {
+        c.welcomeAt = now;
+        joinHist[node].record(now - c.startedAt);
+        if (c.first) joinFirstHist[node].record(now - c.startedAt);
+      } else if (m.type === 'error') {
+        err(node, `error:${m.code}`);
       }
-    } else if (m.type === 'welcome') {
-      c.welcomeAt = now;
-      joinHist[node].record(now - c.startedAt);
-      if (c.first) joinFirstHist[node].record(now - c.startedAt);
-    } else if (m.type === 'error') {
-      err(node, `error:${m.code}`);
-    }
-  });
-  // a refused upgrade is counted once, by its status, and ended here (ws leaves it to the listener):
-  // nothing that follows (the request's end, an error, a close) is an unexpected close
-  c.ws.on('unexpected-response', (req, res) => {
-    c.refused = true;
-    c.closing = true;
-    err(node, `upgrade:${res.statusCode}`);
+    },
+    // a refused upgrade is counted once, by its status: nothing that follows (the request's end,
+    // an error, a close) is an unexpected close
+    refused(status) {
+      c.refused = true;
+      c.closing = true;
+      err(node, `upgrade:${status}`);
+    },
+    error(e) {
+      if (!c.refused) err(node, `socket error${e.code ? ` ${e.code}` : ''}`);
+    },
+    close(code) {
+      if (!c.closing) err(node, `closed:${code}${c.welcomeAt === undefined ? ' before welcome' : ''}`);
+    },
+  };
+  c.ws = init.client === 'ws' ? wsClient(url, addr, on) : new LeanWebSocket(url, addr, on);
+  return c;
+}
+
+/** The `ws` library's client (`--client ws`) behind the same handlers. */
+function wsClient(url: string, addr: string, on: LeanHandlers): ClientSocket {
+  const ws = new WebSocket(url, { localAddress: addr, perMessageDeflate: false });
+  ws.on('message', (data) => on.message(data.toString()));
+  // ws leaves a refused upgrade to this listener: end it here
+  ws.on('unexpected-response', (req, res) => {
+    on.refused(res.statusCode ?? 0);
     res.resume();
     req.destroy();
   });
-  c.ws.on('error', (e: NodeJS.ErrnoException) => {
-    if (!c.refused) err(node, `socket error${e.code ? ` ${e.code}` : ''}`);
-  });
-  c.ws.on('close', (code) => {
-    if (!c.closing) err(node, `closed:${code}${c.welcomeAt === undefined ? ' before welcome' : ''}`);
-  });
-  return c;
+  ws.on('error', (e: NodeJS.ErrnoException) => on.error(e));
+  ws.on('close', (code) => on.close(code));
+  return ws;
 }
 
 /** Runs `total` actions spread evenly at `rate` per second. */
@@ -128,23 +153,23 @@ async function join(): Promise<void> {
     byLesson[lesson].push(c);
   });
   const deadline = performance.now() + 30_000;
-  while (conns.some((c) => c.welcomeAt === undefined && !c.refused && c.ws.readyState <= WebSocket.OPEN) && performance.now() < deadline) {
+  while (conns.some((c) => c.welcomeAt === undefined && !c.refused && c.ws.readyState <= OPEN) && performance.now() < deadline) {
     await new Promise((r) => setTimeout(r, 50));
   }
   const held = new Array<number>(init.nodeCount).fill(0);
-  for (const c of conns) if (c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN) held[c.node]++;
+  for (const c of conns) if (c.welcomeAt !== undefined && c.ws.readyState === OPEN) held[c.node]++;
   send({ ev: 'joined', held, join: sparse(joinHist), joinFirst: sparse(joinFirstHist), errors });
 }
 
 /** Connections still open and welcomed, per node (after the idle hold: none should have gone). */
 function count(): void {
   const held = new Array<number>(init.nodeCount).fill(0);
-  for (const c of conns) if (c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN) held[c.node]++;
+  for (const c of conns) if (c.welcomeAt !== undefined && c.ws.readyState === OPEN) held[c.node]++;
   send({ ev: 'counted', held, errors });
 }
 
 async function cursor(): Promise<void> {
-  const live = byLesson.map((l) => l.filter((c) => c.welcomeAt !== undefined && c.ws.readyState === WebSocket.OPEN)).filter((l) => l.length >= 2);
+  const live = byLesson.map((l) => l.filter((c) => c.welcomeAt !== undefined && c.ws.readyState === OPEN)).filter((l) => l.length >= 2);
   let x = 0;
   // a worker whose lessons all lost their people (a server that dropped them) has nobody to send from
   const total = live.length > 0 ? Math.round(init.cursorRate * init.holdSeconds) : 0;
