@@ -15,7 +15,7 @@ import net from 'node:net';
  * What it does: the upgrade request written in one go and its reply's status line read (the
  * Sec-WebSocket-Accept is not checked: the servers are ours); text frames in (any length, split over
  * TCP reads or not; fragments joined), pings answered, the close handshake; text frames out, masked
- * (the RFC requires it of a client: one random key per socket). No extensions (no permessage-deflate,
+ * (the RFC requires it of a client: one key per socket). No extensions (no permessage-deflate,
  * as the `ws` clients were started without it), no binary frames (nothing here sends them).
  */
 export const CONNECTING = 0;
@@ -39,7 +39,8 @@ export class LeanWebSocket {
   private readonly socket: net.Socket;
   private pending: Buffer | undefined;
   private fragments: Buffer[] | undefined;
-  private readonly mask = randomBytes(4);
+  /** the key that masks this socket's frames (RFC 6455 5.3): not a secret here, so no crypto call per socket */
+  private readonly mask = Buffer.allocUnsafe(4);
   private closeCode = 1006;
   private done = false;
 
@@ -51,6 +52,7 @@ export class LeanWebSocket {
     const colon = hostPort.lastIndexOf(':');
     const host = hostPort.slice(0, colon);
     const port = Number(hostPort.slice(colon + 1));
+    this.mask.writeUInt32BE((Math.random() * 2 ** 32) >>> 0);
     this.socket = net.connect({ host, port, localAddress });
     this.socket.setNoDelay(true);
     this.socket.write(
@@ -65,7 +67,7 @@ export class LeanWebSocket {
   }
 
   send(text: string): void {
-    if (this.readyState === OPEN) this.frame(0x1, Buffer.from(text));
+    if (this.readyState === OPEN) this.frame(0x1, text);
   }
 
   /** Starts the close handshake; `close` is reported when the server's close frame or the TCP end arrives. */
@@ -77,8 +79,9 @@ export class LeanWebSocket {
     this.frame(0x8, body);
   }
 
-  private frame(opcode: number, payload: Buffer): void {
-    const n = payload.length;
+  /** Writes one frame; a text payload is encoded straight into it and masked in place. */
+  private frame(opcode: number, payload: Buffer | string): void {
+    const n = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
     const head = n < 126 ? 2 : n < 65536 ? 4 : 10;
     const out = Buffer.allocUnsafe(head + 4 + n);
     out[0] = 0x80 | opcode;
@@ -91,8 +94,11 @@ export class LeanWebSocket {
       out.writeBigUInt64BE(BigInt(n), 2);
     }
     this.mask.copy(out, head);
+    const at = head + 4;
+    if (typeof payload === 'string') out.write(payload, at);
+    else payload.copy(out, at);
     const m = this.mask;
-    for (let i = 0; i < n; i++) out[head + 4 + i] = payload[i] ^ m[i & 3];
+    for (let i = 0; i < n; i++) out[at + i] ^= m[i & 3];
     this.socket.write(out);
   }
 
@@ -132,17 +138,14 @@ export class LeanWebSocket {
         len = Number(buf.readBigUInt64BE(p));
         p += 8;
       }
-      const masked = (b1 & 0x80) !== 0;
-      if (buf.length - p < len + (masked ? 4 : 0)) break;
-      let payload: Buffer;
-      if (masked) {
-        const key = buf.subarray(p, p + 4);
-        payload = Buffer.from(buf.subarray(p + 4, p + 4 + len));
-        for (let i = 0; i < len; i++) payload[i] ^= key[i & 3];
-        p += 4;
-      } else payload = buf.subarray(p, p + len);
+      if ((b1 & 0x80) !== 0) {
+        // a server never masks its frames (RFC 6455 5.1): the stream cannot be read further
+        this.socket.destroy(new Error('masked frame from the server'));
+        return;
+      }
+      if (buf.length - p < len) break;
       at = p + len;
-      this.opcode(b0 & 0x0f, (b0 & 0x80) !== 0, payload);
+      this.opcode(b0 & 0x0f, (b0 & 0x80) !== 0, buf.subarray(p, at));
       if (this.done) return;
     }
     if (at < buf.length) this.pending = Buffer.from(buf.subarray(at));

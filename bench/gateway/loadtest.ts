@@ -92,7 +92,6 @@ const { values: a } = parseArgs({
     client: { type: 'string', default: 'lean' },
   },
 });
-if (a.client !== 'lean' && a.client !== 'ws') throw new Error(`--client lean|ws, not ${a.client}`);
 const N = Number(a.connections);
 const M = Number(a.lessons ?? Math.max(1, Math.round(N / 20)));
 const JOIN_RATE = Number(a['join-rate']);
@@ -105,6 +104,7 @@ const W = Number(a.workers ?? Math.max(4, Math.ceil(N / (FD_LIMIT - WORKER_RESER
 const IDLE = Number(a.idle);
 const WARMUP = Number(a.warmup ?? 2 * Number(a['join-rate']));
 const SPREAD = a.spread as 'lesson' | 'connection';
+const CLIENT = a.client as 'lean' | 'ws';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BASE_DB = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
@@ -290,7 +290,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
           nodeCount: G,
           proto: target === 'sio' ? 'sio' : 'json',
           localAddresses: addresses.filter((_, i) => i % W === w),
-          client: a.client,
+          client: CLIENT,
           joinRate: JOIN_RATE / W,
           cursorRate: CURSOR_RATE / W,
           holdSeconds: HOLD,
@@ -560,9 +560,10 @@ async function cleanup(): Promise<void> {
 
 try {
   const load = loadavg().map((x) => x.toFixed(2)).join(' ');
-  log(`${N} connections over ${M} lessons, ${G} node(s) per target (spread by ${SPREAD}), ${W} workers (${a.client} clients), join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; load average at start ${load}; ulimit -n ${FD_LIMIT}`);
+  log(`${N} connections over ${M} lessons, ${G} node(s) per target (spread by ${SPREAD}), ${W} workers (${CLIENT} clients), join ${JOIN_RATE}/s, cursors ${CURSOR_RATE}/s for ${HOLD} s, lesson features ${a.features}; load average at start ${load}; ulimit -n ${FD_LIMIT}`);
   const targets = parseTargets(a.target!);
   if (!['lesson', 'connection'].includes(SPREAD)) throw new Error('--spread must be lesson or connection');
+  if (!['lean', 'ws'].includes(CLIENT)) throw new Error('--client must be lean or ws');
   checkDescriptors(targets);
   // the gateway runs from the build, as in production (gatewayEntry.ts): never from a build older than the sources
   if (targets.includes('gateway') && process.env.LOADTEST_FROM_SOURCE !== '1') {
@@ -575,7 +576,7 @@ try {
   const { lessons, warm } = await setup();
   const results: Result[] = [];
   for (const t of targets) results.push(await scenario(t, lessons, warm, gateways));
-  printReport(results, { N, M, G, W, JOIN_RATE, CURSOR_RATE, HOLD, spread: SPREAD, features: a.features, client: a.client!, loadAverage: load });
+  printReport(results, { N, M, G, W, JOIN_RATE, CURSOR_RATE, HOLD, spread: SPREAD, features: a.features, client: CLIENT, loadAverage: load });
 } finally {
   await cleanup();
 }

@@ -1,6 +1,7 @@
 import uWS from 'uWebSockets.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLOSED, type LeanHandlers, LeanWebSocket, OPEN } from '../../bench/gateway/leanClient.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * The load test's own WebSocket client (bench/gateway/leanClient.ts) against a real uWebSockets.js
@@ -56,27 +57,19 @@ function connect(query = '') {
   return { ws, got, closed, errors, refused: () => refused };
 }
 
-const until = async (ok: () => boolean, ms = 5000) => {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
-
 describe('the load test client (leanClient)', () => {
   it('reads long and split frames whole, answers pings, and its masked frames are accepted', async () => {
     const c = connect();
-    await until(() => c.got.length >= 3);
+    await eventually(async () => c.got.length >= 3, 'the three frames');
     expect(c.ws.readyState).toBe(OPEN);
     expect(c.got[0]).toBe('hello');
     expect(c.got[1]).toBe('x'.repeat(70_000));
     expect(c.got[2]).toBe('é'.repeat(200));
-    await until(() => pongs.includes('are you there'));
+    await eventually(async () => pongs.includes('are you there'), 'the pong');
     c.ws.send('short');
     c.ws.send('y'.repeat(300));
     c.ws.send('z'.repeat(70_000));
-    await until(() => c.got.length >= 6);
+    await eventually(async () => c.got.length >= 6, 'the echoes');
     expect(c.got.slice(3)).toEqual(['echo:short', `echo:${'y'.repeat(300)}`, `echo:${'z'.repeat(70_000)}`]);
     c.ws.close(1000);
     expect(await c.closed).toBe(1000);
@@ -86,14 +79,14 @@ describe('the load test client (leanClient)', () => {
 
   it("reports the server's close code", async () => {
     const c = connect();
-    await until(() => c.got.length >= 1);
+    await eventually(async () => c.got.length >= 1, 'the first frame');
     c.ws.send('bye');
     expect(await c.closed).toBe(4001);
   });
 
   it('reports a refused upgrade by its status, and no close', async () => {
     const c = connect('?refuse=1');
-    await until(() => c.refused() !== undefined);
+    await eventually(async () => c.refused() !== undefined, 'the refusal');
     expect(c.refused()).toBe(503);
     expect(c.ws.readyState).toBe(CLOSED);
     const early = await Promise.race([c.closed, new Promise((r) => setTimeout(() => r('none'), 200))]);
