@@ -9,6 +9,8 @@ import { TokenBucket } from './lib/TokenBucket.js';
 export interface SocketLike {
   /** 1 sent, 0 buffered (backpressure), 2 dropped (over the backpressure limit) */
   send(data: string): number;
+  /** Runs fn with the socket's sends gathered into one write (uWS: one syscall, not one per frame). */
+  cork(fn: () => void): void;
   end(code: number, reason: string): void;
   getBufferedAmount(): number;
 }
@@ -71,6 +73,12 @@ export class ClientConnection {
 
   send(frame: string): void {
     if (this.state !== 'closed') this.socket.send(frame);
+  }
+
+  /** Sends several frames in one write to the socket (see SocketLike.cork). */
+  sendAll(fn: () => void): void {
+    if (this.state === 'closed') fn();
+    else this.socket.cork(fn);
   }
 
   sendError(code: ErrorCode, message: string, ref?: string): void {

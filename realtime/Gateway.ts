@@ -296,7 +296,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       const t0 = performance.now();
       lesson.broadcast(text, opts);
       this.metrics.fanOut(performance.now() - t0);
-    } else this.publishTo(lessonId, { kind: 'frame', exceptPerson: opts.exceptPerson, payload: text });
+    } else this.publishTo(lessonId, { kind: opts.ephemeral ? 'ephemeral' : 'frame', exceptPerson: opts.exceptPerson, payload: text });
   }
 
   toPerson(lessonId: string, personId: string, frame: string): void {

@@ -37,6 +37,11 @@ class UwsSocket implements SocketLike {
   send(data: string): number {
     return this.closed ? 2 : this.ws.send(data, false, false);
   }
+  cork(fn: () => void): void {
+    // outside a uWS callback (after an await) every send is a write of its own; corked, they are one
+    if (this.closed) fn();
+    else this.ws.cork(fn);
+  }
   end(code: number, reason: string): void {
     if (!this.closed) this.ws.end(code, reason);
   }

@@ -5,7 +5,9 @@ import type { Logger } from '../../src/logger.js';
  * Everything one node tells the other nodes about a lesson, in one envelope
  * (hocuspocus's Redis extension is the model). The core kinds:
  *
- * - `frame`    a frame for everyone present (but `exceptPerson`'s sockets)
+ * - `frame`    a frame for everyone present (but `exceptPerson`'s sockets); kept for
+ *              connections still registering (Lesson: KEPT_FRAMES)
+ * - `ephemeral` the same for a frame that may be dropped (cursors, strokes): never kept
  * - `presence` a presence frame with its Redis `seq` (replayed to late registrants)
  * - `person`   a frame for one person (`toPerson`), or one of their connections (`toConn`)
  * - `close`    close one person's sockets; the payload is the close code's name

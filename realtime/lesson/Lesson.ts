@@ -39,12 +39,30 @@ export interface LessonKey<T> {
 export const lessonKey = <T>(name: string): LessonKey<T> => ({ name });
 
 /**
- * Presence frames kept to replay to a connection that registered while they were in flight: at
- * most this many, and only while one of the lesson's connections here is still registering (a
- * frame delivered while none is was decided in Redis before any later registration, so no later
- * welcome can be older than it). A lesson where nobody is arriving keeps none.
+ * Frames kept to replay to connections still registering, at most this many, and only while one
+ * of the lesson's connections here is registering; a lesson where nobody is arriving keeps none.
+ * - presence frames, by their Redis seq: an arrival gets those newer than its welcome's seq (a
+ *   frame delivered while nobody registered was decided in Redis before any later registration, so
+ *   no later welcome can be older than it);
+ * - the other frames for everyone or for one person (chat lines, media states, a teacher's mute),
+ *   not the ephemeral ones (cursors, strokes): an arrival gets those delivered here after it
+ *   arrived. Its welcome was read (chat history, media states) while it registered, so such a frame
+ *   may be in the welcome as well: pages keep chat lines by id and media states by `v`
+ *   (docs/protocol.md). Without this an arrival missed every line sent while it registered.
  */
-const RECENT_PRESENCE = 32;
+const KEPT_FRAMES = 64;
+
+/** A frame kept for connections still registering (see KEPT_FRAMES). */
+interface Kept {
+  /** order of keeping, compared with an arrival's mark */
+  mark: number;
+  frame: string;
+  /** a presence frame's Redis seq */
+  seq?: number;
+  exceptPerson?: string;
+  toPerson?: string;
+  toConn?: string;
+}
 /** How long a lesson remembers a close command it heard, to catch a connection whose upgrade was past the check. */
 const HEARD_CLOSE_MS = 60_000;
 const NONE: readonly ClientConnection[] = [];
@@ -98,7 +116,14 @@ export class Lesson {
   /** settles once the bus subscription and the features' onLessonOpen are done; rejects if one failed */
   ready: Promise<void> = Promise.resolve();
   closed = false;
-  private readonly recent: { seq: number; frame: string; exceptPerson?: string }[] = [];
+  private readonly kept: Kept[] = [];
+  /** the mark of the last frame kept */
+  private marks = 0;
+  /**
+   * Connections here still registering, each with the mark when it arrived; only while someone
+   * is (an empty Map is about 200 B, and most lessons have nobody arriving).
+   */
+  private arriving: Map<ClientConnection, number> | undefined;
   private readonly slots = new Map<string, unknown>();
   /** made at the first close heard (most lessons hear none: an empty Map costs about 200 B) */
   private heardCloses: Map<string, { code: CloseCodeName; at: number }> | undefined;
@@ -130,6 +155,7 @@ export class Lesson {
   /** Adds a socket; returns the person's oldest sockets beyond the cap, for the caller to close. */
   add(conn: ClientConnection, now: number): ClientConnection[] {
     this.conns.add(conn);
+    if (conn.state === 'admitting') (this.arriving ??= new Map()).set(conn, this.marks);
     let p = this.people.get(conn.person.id);
     // a person's first socket: an array of exactly one (an empty one grown by push reserves 17 slots)
     if (!p) this.people.set(conn.person.id, (p = { conns: [conn], cursor: new TokenBucket(this.limits.cursorRate, this.limits.cursorBurst, now) }));
@@ -140,6 +166,7 @@ export class Lesson {
   /** Removes a socket; true when it was the lesson's last one here. */
   remove(conn: ClientConnection): boolean {
     if (!this.conns.delete(conn)) return this.conns.size === 0;
+    this.arrived(conn);
     const p = this.people.get(conn.person.id);
     if (p) {
       const i = p.conns.indexOf(conn);
@@ -174,10 +201,11 @@ export class Lesson {
    * other node is known to listen.
    */
   broadcast(text: string, opts: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean } = {}): void {
+    if (!opts.ephemeral) this.keep({ frame: text, exceptPerson: opts.exceptPerson });
     if (opts.exceptPerson) this.deliverExceptPerson(text, opts.exceptPerson, opts.except);
     else this.deliver(text, opts.except);
     if (opts.ephemeral && !this.remoteListeners) return;
-    this.publish({ kind: 'frame', exceptPerson: opts.exceptPerson, payload: text }, true);
+    this.publish({ kind: opts.ephemeral ? 'ephemeral' : 'frame', exceptPerson: opts.exceptPerson, payload: text }, true);
   }
 
   /**
@@ -200,6 +228,7 @@ export class Lesson {
 
   /** A frame for one person's sockets (or one connection of theirs, by id) on every node. */
   toPerson(personId: string, frame: string, toConn?: string): void {
+    this.keep({ frame, toPerson: personId, toConn });
     this.deliverToPerson(personId, frame, toConn);
     this.publish({ kind: 'person', toPerson: personId, toConn, payload: frame });
   }
@@ -231,6 +260,9 @@ export class Lesson {
     this.remoteListeners = true;
     switch (e.kind) {
       case 'frame':
+        this.keep({ frame: e.payload, exceptPerson: e.exceptPerson });
+      // falls through
+      case 'ephemeral':
         if (e.exceptPerson) this.deliverExceptPerson(e.payload, e.exceptPerson);
         else this.deliver(e.payload);
         return;
@@ -238,7 +270,9 @@ export class Lesson {
         this.deliverPresence(e.seq ?? 0, e.payload, undefined, e.exceptPerson);
         return;
       case 'person':
-        if (e.toPerson) this.deliverToPerson(e.toPerson, e.payload, e.toConn);
+        if (!e.toPerson) return;
+        this.keep({ frame: e.payload, toPerson: e.toPerson, toConn: e.toConn });
+        this.deliverToPerson(e.toPerson, e.payload, e.toConn);
         return;
       case 'close':
         if (e.toPerson) this.closeLocalPerson(e.toPerson, e.payload as CloseCodeName);
@@ -284,10 +318,7 @@ export class Lesson {
   }
 
   private deliverPresence(seq: number, frame: string, except?: ClientConnection, exceptPerson?: string): void {
-    if (this.hasAdmitting()) {
-      this.recent.push({ seq, frame, exceptPerson });
-      if (this.recent.length > RECENT_PRESENCE) this.recent.shift();
-    } else if (this.recent.length > 0) this.recent.length = 0;
+    this.keep({ seq, frame, exceptPerson });
     if (exceptPerson) this.deliverExceptPerson(frame, exceptPerson, except);
     else this.deliver(frame, except);
   }
@@ -304,27 +335,50 @@ export class Lesson {
   }
 
   /**
-   * The connection becomes present: `welcome` first, then the presence frames
-   * newer than the welcome's seq that passed while it was registering (Redis
-   * replies and pub/sub messages travel on different connections), then live
-   * delivery. All synchronous, so nothing falls in between.
+   * The connection becomes present: `welcome` first, then what passed while it
+   * was registering (KEPT_FRAMES: the presence frames newer than the welcome's
+   * seq, since Redis replies and pub/sub messages travel on different
+   * connections, and the lesson's other frames for it delivered since it
+   * arrived), in one write, then live delivery. All synchronous, so nothing
+   * falls in between.
    */
   makePresent(conn: ClientConnection, welcome: string, seq: number): void {
+    const from = this.arriving?.get(conn) ?? this.marks;
     conn.state = 'present';
-    conn.send(welcome);
+    conn.sendAll(() => {
+      conn.send(welcome);
+      for (const k of this.kept) if (missed(k, conn, seq, from)) conn.send(k.frame);
+    });
     this.countOut?.('welcome', 1);
-    for (const r of this.recent) if (r.seq > seq && r.exceptPerson !== conn.person.id) conn.send(r.frame);
-    if (this.recent.length > 0 && !this.hasAdmitting()) this.recent.length = 0;
+    this.arrived(conn);
     this.fanout?.subscribe(conn);
   }
 
-  /** How many presence frames it keeps for arrivals still registering (tests). */
+  /** How many frames it keeps for arrivals still registering (tests). */
   keptFrames(): number {
-    return this.recent.length;
+    return this.kept.length;
   }
 
-  private hasAdmitting(): boolean {
-    for (const c of this.conns) if (c.state === 'admitting') return true;
-    return false;
+  /** Keeps a frame for the connections still registering; keeps nothing while none is. */
+  private keep(k: Omit<Kept, 'mark'>): void {
+    if (!this.arriving) return;
+    (k as Kept).mark = ++this.marks;
+    this.kept.push(k as Kept);
+    if (this.kept.length > KEPT_FRAMES) this.kept.shift();
   }
+
+  /** The connection is no longer registering (present, or gone); the last one takes the kept frames along. */
+  private arrived(conn: ClientConnection): void {
+    if (!this.arriving?.delete(conn) || this.arriving.size > 0) return;
+    this.arriving = undefined;
+    this.kept.length = 0;
+  }
+}
+
+/** Whether a kept frame is one the connection would have had, had it been present (Lesson.makePresent). */
+function missed(k: Kept, conn: ClientConnection, welcomeSeq: number, arrivedMark: number): boolean {
+  if (k.seq !== undefined) return k.seq > welcomeSeq && k.exceptPerson !== conn.person.id;
+  if (k.mark <= arrivedMark) return false;
+  if (k.toPerson !== undefined) return k.toPerson === conn.person.id && (!k.toConn || k.toConn === conn.id);
+  return k.exceptPerson !== conn.person.id;
 }

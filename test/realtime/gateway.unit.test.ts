@@ -6,6 +6,7 @@ import type { Redis } from '../../src/redis.js';
 import type { ClientConnection, SocketLike } from '../../realtime/ClientConnection.js';
 import type { GatewayFeature } from '../../realtime/features/api.js';
 import { boardFeature } from '../../realtime/features/board/feature.js';
+import { chatFeature } from '../../realtime/features/chat/feature.js';
 import { BoardService } from '../../realtime/features/board/service.js';
 import { rect } from '../board/factories.js';
 import { throughReads } from '../board/helpers.js';
@@ -33,6 +34,9 @@ class FakeSocket implements SocketLike {
   send(data: string): number {
     this.frames.push(JSON.parse(data));
     return 1;
+  }
+  cork(fn: () => void): void {
+    fn();
   }
   /** as uWS does: the close is reported back to the gateway */
   end(code: number): void {
@@ -92,6 +96,34 @@ async function newGateway(nodeId: string, features: GatewayFeature[] = []) {
     return s;
   };
   return { gw, events, open };
+}
+
+/**
+ * A node whose presence answers the registration of the person named `name` only when the test
+ * calls `answer` (Redis has decided it already: `registered` resolves then).
+ */
+async function nodeHoldingRegistrationOf(name: string, nodeId: string, features: GatewayFeature[] = []) {
+  let answer!: () => void;
+  const answered = new Promise<void>((r) => (answer = r));
+  let resolveRegistered!: () => void;
+  const registered = new Promise<void>((r) => (resolveRegistered = r));
+  const held: Presence = Object.create(presence, {
+    join: {
+      value: async (lessonId: string, input: Parameters<Presence['join']>[1]) => {
+        const res = await presence.join(lessonId, input);
+        if (input.info.name === name) (resolveRegistered(), await answered);
+        return res;
+      },
+    },
+  });
+  const gw = new Gateway(deps, { presence: held, redis, nodeId, features });
+  await gw.start({ timers: false });
+  const open = (link: ResolvedLink) => {
+    const s = new FakeSocket(gw);
+    s.conn = gw.open(s, link, '127.0.0.1');
+    return s;
+  };
+  return { gw, open, registered, answer };
 }
 
 /** The lesson's sessions after a minute more and a flush (none where nobody was counted). */
@@ -352,28 +384,9 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
 
   it('replays to an arrival the presence events that passed while Redis answered its registration, and keeps no frames once nobody is arriving (issue 16: memory per connection)', async () => {
     // node 1's presence answers Cid's registration only when the test says so (Redis has decided it already)
-    let answer!: () => void;
-    const answered = new Promise<void>((r) => (answer = r));
-    let registered!: () => void;
-    const cidRegistered = new Promise<void>((r) => (registered = r));
-    const held: Presence = Object.create(presence, {
-      join: {
-        value: async (lessonId: string, input: Parameters<Presence['join']>[1]) => {
-          const res = await presence.join(lessonId, input);
-          if (input.info.name === 'Cid') (registered(), await answered);
-          return res;
-        },
-      },
-    });
-    const n1 = new Gateway(deps, { presence: held, redis, nodeId: 'unit-r1' });
-    await n1.start({ timers: false });
+    const { gw: n1, open: openOn1, registered: cidRegistered, answer } = await nodeHoldingRegistrationOf('Cid', 'unit-r1');
     const n2 = await newGateway('unit-r2');
     const { f, links: [ann, bob, cid] } = await links(['Ann', 'Bob', 'Cid']);
-    const openOn1 = (link: ResolvedLink) => {
-      const s = new FakeSocket(n1);
-      s.conn = n1.open(s, link, '127.0.0.1');
-      return s;
-    };
     const a = openOn1(ann);
     await n1.idle();
     expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(0);
@@ -394,6 +407,46 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     b.drop();
     await n2.gw.idle();
     await vi.waitUntil(() => a.of('presence').length === 3 && c.of('presence').length === 2);
+    expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(0);
+    await Promise.all([n1.close(), n2.gw.close()]);
+  });
+
+  it("sends an arrival, right after its welcome, the lesson's frames that passed while it registered: a chat line here and from another node, a frame for it alone; not one for everyone but it", async () => {
+    // node 1 answers Cid's registration only when the test says so; the chat history in Cid's welcome
+    // was read with the registration, before the lines below were written
+    const { gw: n1, open: openOn1, registered: cidRegistered, answer } = await nodeHoldingRegistrationOf('Cid', 'unit-replay1', [chatFeature(deps)]);
+    const n2 = await newGateway('unit-replay2', [chatFeature(deps)]);
+    const { f, links: [ann, bob, cid] } = await links(['Ann', 'Bob', 'Cid']);
+    const a = openOn1(ann);
+    const b = n2.open(bob);
+    await Promise.all([n1.idle(), n2.gw.idle()]);
+    n1.message(a.conn, JSON.stringify({ type: 'chat.send', text: 'before Cid' }), false);
+    await vi.waitUntil(() => a.of('chat').length === 1);
+    await vi.waitUntil(async () => (await deps.redis.llen(`chat:{${f.lesson.id}}`)) === 1);
+    const c = openOn1(cid);
+    await cidRegistered;
+    n1.message(a.conn, JSON.stringify({ type: 'chat.send', text: 'from Ann, while Cid registers' }), false);
+    n2.gw.message(b.conn, JSON.stringify({ type: 'chat.send', text: 'from Bob on node 2, while Cid registers' }), false);
+    n1.toPerson(f.lesson.id, c.conn.person.id, JSON.stringify({ type: 'muted', mic: true, by: 'Ann' }));
+    n1.broadcast(f.lesson.id, { type: 'note', text: 'not for Cid' }, { exceptPerson: c.conn.person.id });
+    // cursors are ephemeral: they cross nodes, and are not repeated to an arrival
+    n1.message(a.conn, JSON.stringify({ type: 'cursor', x: 1, y: 1 }), false);
+    n2.gw.message(b.conn, JSON.stringify({ type: 'cursor', x: 2, y: 2 }), false);
+    await vi.waitUntil(() => a.of('chat').length === 3 && a.of('cursor').length === 1 && b.of('cursor').length === 1);
+    expect(c.frames).toEqual([]);
+    answer();
+    await n1.idle();
+    const types = c.frames.map((m: any) => m.type);
+    expect(types[0]).toBe('welcome');
+    // every line exactly once between the welcome's history and what followed it (a page keeps lines by id)
+    const lines = [...c.of('welcome')[0].chat, ...c.of('chat')];
+    const byId = new Map(lines.map((l: any) => [l.id, l.text]));
+    expect([...byId.values()].sort()).toEqual(['before Cid', 'from Ann, while Cid registers', 'from Bob on node 2, while Cid registers']);
+    expect(c.of('chat').map((l: any) => l.text).sort()).toEqual(['from Ann, while Cid registers', 'from Bob on node 2, while Cid registers']);
+    expect(c.of('muted')).toEqual([{ type: 'muted', mic: true, by: 'Ann' }]);
+    expect(c.of('note')).toEqual([]);
+    expect(c.of('cursor')).toEqual([]);
+    // nobody is arriving any more: nothing is kept
     expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(0);
     await Promise.all([n1.close(), n2.gw.close()]);
   });
