@@ -37,7 +37,11 @@ export interface LeanHandlers {
 export class LeanWebSocket {
   readyState = CONNECTING;
   private readonly socket: net.Socket;
-  private pending: Buffer | undefined;
+  /** bytes read but not yet used (a frame, or the upgrade's answer, not whole yet) */
+  private waiting: Buffer[] = [];
+  private waited = 0;
+  /** how many bytes `waiting` must hold before it is worth reading again: a frame split over many reads is joined once */
+  private need = 0;
   private fragments: Buffer[] | undefined;
   /** the key that masks this socket's frames (RFC 6455 5.3): not a secret here, so no crypto call per socket */
   private readonly mask = Buffer.allocUnsafe(4);
@@ -103,12 +107,19 @@ export class LeanWebSocket {
   }
 
   private data(chunk: Buffer): void {
-    let buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
-    this.pending = undefined;
+    let buf = chunk;
+    if (this.waited > 0) {
+      this.waiting.push(chunk);
+      this.waited += chunk.length;
+      if (this.waited < this.need) return;
+      buf = Buffer.concat(this.waiting, this.waited);
+      this.waiting = [];
+      this.waited = 0;
+    }
     if (this.readyState === CONNECTING) {
       const end = buf.indexOf('\r\n\r\n');
       if (end < 0) {
-        this.pending = buf;
+        this.wait(buf, buf.length + 1);
         return;
       }
       // "HTTP/1.1 101 Switching Protocols"
@@ -124,16 +135,20 @@ export class LeanWebSocket {
       buf = buf.subarray(end + 4);
     }
     let at = 0;
+    // the bytes from `at` the next frame needs before it can be read
+    let want = 2;
     while (buf.length - at >= 2) {
       const b0 = buf[at];
       const b1 = buf[at + 1];
       let len = b1 & 0x7f;
       let p = at + 2;
       if (len === 126) {
+        want = 4;
         if (buf.length - p < 2) break;
         len = buf.readUInt16BE(p);
         p += 2;
       } else if (len === 127) {
+        want = 10;
         if (buf.length - p < 8) break;
         len = Number(buf.readBigUInt64BE(p));
         p += 8;
@@ -143,12 +158,23 @@ export class LeanWebSocket {
         this.socket.destroy(new Error('masked frame from the server'));
         return;
       }
-      if (buf.length - p < len) break;
+      if (buf.length - p < len) {
+        want = p + len - at;
+        break;
+      }
       at = p + len;
+      want = 2;
       this.opcode(b0 & 0x0f, (b0 & 0x80) !== 0, buf.subarray(p, at));
       if (this.done) return;
     }
-    if (at < buf.length) this.pending = Buffer.from(buf.subarray(at));
+    if (at < buf.length) this.wait(Buffer.from(buf.subarray(at)), want);
+  }
+
+  /** Keeps the start of what is not whole yet, until `need` bytes are there in all. */
+  private wait(start: Buffer, need: number): void {
+    this.waiting.push(start);
+    this.waited = start.length;
+    this.need = need;
   }
 
   private opcode(op: number, fin: boolean, payload: Buffer): void {

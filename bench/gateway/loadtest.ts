@@ -14,6 +14,7 @@ import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { descriptorLimit, HAS_BUS, machineCpu, postgresCpu, probe, RELAY_ENTRY, runQueueWaitSeconds, SERVER_RESERVE, staleBuild, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
+import { topAllocations } from './allocations.js';
 import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
@@ -84,6 +85,10 @@ const { values: a } = parseArgs({
     // write a V8 heap snapshot of every server node before the joins and after the idle hold (into --heap-dir/<run>; compare them with heapSummary.ts)
     'heap-snapshot': { type: 'boolean', default: false },
     'heap-dir': { type: 'string', default: path.join(tmpdir(), 'loadtest-heap') },
+    // every server node samples what it allocates from before the joins to the end of the idle hold (V8's sampling heap
+    // profiler, the collected objects included; probeSignal.ts): bytes per connection, the top allocating functions,
+    // and a .heapprofile per node in --heap-dir/<run>. The sampling costs CPU: its latency and CPU figures are not comparable
+    'alloc-profile': { type: 'boolean', default: false },
     // run even when a node gets more connections than a process can hold (to see what happens then)
     'over-limit': { type: 'boolean', default: false },
     // the gateways (and the API) on a local 3-master Redis Cluster started for the run (the relays keep REDIS_URL)
@@ -155,10 +160,12 @@ const serviceEnv: Record<string, string> = {
   EMBED_BASE_URL: 'http://127.0.0.1',
 };
 // every server answers the probe (a full collection, its memory; with --heap-snapshot a snapshot first): probeSignal.ts
-const PROBE_DIR = a['heap-snapshot'] ? HEAP_DIR : path.join(tmpdir(), `loadtest-probe-${run}`);
+const KEEP_PROBES = a['heap-snapshot'] || a['alloc-profile'];
+const PROBE_DIR = KEEP_PROBES ? HEAP_DIR : path.join(tmpdir(), `loadtest-probe-${run}`);
 const probeEnv = (target: Target, i: number): Record<string, string> => ({
   LOADTEST_PROBE: path.join(PROBE_DIR, `${target}-${i}`),
   ...(a['heap-snapshot'] ? { LOADTEST_HEAP_SNAPSHOT: '1' } : {}),
+  ...(a['alloc-profile'] ? { LOADTEST_ALLOC_PROFILE: '1' } : {}),
 });
 mkdirSync(PROBE_DIR, { recursive: true });
 
@@ -354,6 +361,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   // and holding every connection, after a full collection: what the connections keep, whatever the collector's timing
   const probeHolding = await probe(nodes, 2);
   if (a['heap-snapshot']) log(`${target}: heap snapshots holding every connection: ${probeHolding.snapshots.join(', ')}`);
+  if (a['alloc-profile']) logAllocations(target, nodes, counted.reduce((s, r) => s + sum(r.held), 0));
   log(`${target}: holding ${counted.reduce((s, r) => s + sum(r.held), 0)}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
@@ -537,9 +545,16 @@ function parseTargets(arg: string): Target[] {
   return [...new Set(names)] as Target[];
 }
 
+/** --alloc-profile: the functions that allocated the most, summed over the target's nodes, per connection held. */
+function logAllocations(target: Target, nodes: Node[], held: number): void {
+  const files = nodes.map((n) => `${n.probeFile}.2.heapprofile`);
+  log(`${target}: allocated per connection held, by function (sampled heap profiles: ${files.join(', ')}):`);
+  for (const { bytes, where } of topAllocations(files, held)) log(`  ${Math.round(bytes).toString().padStart(7)} B  ${where}`);
+}
+
 async function cleanup(): Promise<void> {
   for (const c of children) c.kill('SIGKILL');
-  if (!a['heap-snapshot']) rmSync(PROBE_DIR, { recursive: true, force: true });
+  if (!KEEP_PROBES) rmSync(PROBE_DIR, { recursive: true, force: true });
   await stopRedisCluster();
   const r = new Redis(REDIS_URL);
   let cursor = '0';

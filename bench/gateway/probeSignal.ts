@@ -1,4 +1,5 @@
 import { renameSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import path from 'node:path';
 import { setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -12,7 +13,12 @@ import { runInNewContext } from 'node:vm';
  * `<prefix>.<k>.json` (`process.memoryUsage()`, bytes): what the load test's
  * settled bytes per connection are read from, free of the garbage and the
  * collector's timing. With LOADTEST_HEAP_SNAPSHOT=1 as well (--heap-snapshot)
- * it first writes a V8 heap snapshot to `<prefix>.<k>.heapsnapshot`. Each
+ * it first writes a V8 heap snapshot to `<prefix>.<k>.heapsnapshot`. With
+ * LOADTEST_ALLOC_PROFILE=1 (--alloc-profile) the first probe (before the joins)
+ * starts V8's sampling heap profiler over every allocation, the collected ones
+ * included, and the second (holding, after the idle hold) stops it: the
+ * profile goes to `<prefix>.2.heapprofile` (DevTools opens it) and its total,
+ * the bytes allocated in between, into the probe's JSON as `allocated`. Each
  * file is written under a temporary name and renamed, so it appears complete.
  */
 const prefix = process.env.LOADTEST_PROBE;
@@ -25,12 +31,32 @@ if (prefix) {
     write(tmp);
     renameSync(tmp, file);
   };
+  const sampling = process.env.LOADTEST_ALLOC_PROFILE === '1' ? new Session() : undefined;
+  sampling?.connect();
   let k = 0;
   process.on('SIGUSR2', () => {
     const base = `${prefix}.${++k}`;
-    if (process.env.LOADTEST_HEAP_SNAPSHOT === '1') atomically(`${base}.heapsnapshot`, (tmp) => writeHeapSnapshot(tmp));
-    gc();
-    const memory = process.memoryUsage();
-    atomically(`${base}.json`, (tmp) => writeFileSync(tmp, JSON.stringify(memory)));
+    const done = (allocated?: number) => {
+      if (process.env.LOADTEST_HEAP_SNAPSHOT === '1') atomically(`${base}.heapsnapshot`, (tmp) => writeHeapSnapshot(tmp));
+      gc();
+      const memory = { ...process.memoryUsage(), ...(allocated === undefined ? {} : { allocated }) };
+      atomically(`${base}.json`, (tmp) => writeFileSync(tmp, JSON.stringify(memory)));
+      // one sample per 4 KB allocated on average, every sample kept (what the collector freed too)
+      if (sampling && k === 1) sampling.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    };
+    if (!sampling || k !== 2) return done();
+    sampling.post('HeapProfiler.stopSampling', (err, res) => {
+      if (err) return done();
+      const profile = res.profile;
+      atomically(`${base}.heapprofile`, (tmp) => writeFileSync(tmp, JSON.stringify(profile)));
+      done(sampledBytes(profile.head));
+    });
   });
+}
+
+/** The sampled bytes of a heap profile's call tree (each sample stands for its share of all allocations). */
+function sampledBytes(node: { selfSize: number; children: { selfSize: number; children: unknown[] }[] }): number {
+  let n = node.selfSize;
+  for (const c of node.children) n += sampledBytes(c as typeof node);
+  return n;
 }

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import uWS from 'uWebSockets.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLOSED, type LeanHandlers, LeanWebSocket, OPEN } from '../../bench/gateway/leanClient.js';
@@ -91,5 +92,45 @@ describe('the load test client (leanClient)', () => {
     expect(c.ws.readyState).toBe(CLOSED);
     const early = await Promise.race([c.closed, new Promise((r) => setTimeout(() => r('none'), 200))]);
     expect(early).toBe('none');
+  });
+
+  it('reads the upgrade answer and frames of every length kind when they arrive one byte per read', async () => {
+    // a raw server, so the split points are ours: every byte is written on its own and flushed
+    const frame = (text: string) => {
+      const body = Buffer.from(text);
+      const n = body.length;
+      const head = n < 126 ? Buffer.from([0x81, n]) : n < 65536 ? Buffer.from([0x81, 126, n >> 8, n & 0xff]) : Buffer.concat([Buffer.from([0x81, 127]), Buffer.alloc(4), Buffer.from([n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff])]);
+      return Buffer.concat([head, body]);
+    };
+    const texts = ['a', 'b'.repeat(125), 'c'.repeat(126), 'd'.repeat(65_536)];
+    const bytes = Buffer.concat([Buffer.from('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'), ...texts.map(frame)]);
+    const server = net.createServer((s) => {
+      s.setNoDelay(true);
+      s.once('data', async () => {
+        // the header and the first frames a byte at a time, the long frame in 1,000-byte reads
+        const slow = bytes.length - 65_546;
+        for (let i = 0; i < slow; i++) {
+          s.write(bytes.subarray(i, i + 1));
+          await new Promise((r) => setImmediate(r));
+        }
+        for (let i = slow; i < bytes.length; i += 1000) {
+          s.write(bytes.subarray(i, Math.min(i + 1000, bytes.length)));
+          await new Promise((r) => setImmediate(r));
+        }
+      });
+    });
+    const rawPort = await new Promise<number>((r) => server.listen(0, '127.0.0.1', () => r((server.address() as net.AddressInfo).port)));
+    try {
+      const got: string[] = [];
+      const errors: Error[] = [];
+      const ws = new LeanWebSocket(`ws://127.0.0.1:${rawPort}/ws`, '127.0.0.1', { message: (t) => got.push(t), refused: () => undefined, error: (e) => errors.push(e), close: () => undefined });
+      await eventually(async () => got.length >= texts.length, 'the four frames');
+      expect(ws.readyState).toBe(OPEN);
+      expect(got).toEqual(texts);
+      expect(errors).toEqual([]);
+      ws.close();
+    } finally {
+      server.close();
+    }
   });
 });
