@@ -75,10 +75,9 @@ export class ClientConnection {
     if (this.state !== 'closed') this.socket.send(frame);
   }
 
-  /** Sends several frames in one write to the socket (see SocketLike.cork). */
+  /** Sends several frames (fn's `send`s, which check the state as ever) in one write to the socket (see SocketLike.cork). */
   sendAll(fn: () => void): void {
-    if (this.state === 'closed') fn();
-    else this.socket.cork(fn);
+    this.socket.cork(fn);
   }
 
   sendError(code: ErrorCode, message: string, ref?: string): void {

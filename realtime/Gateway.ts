@@ -15,7 +15,7 @@ import { listenForArchives } from './ArchiveListener.js';
 import { LessonBus, type Envelope } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
-import { Lesson, type CountOut, type Fanout, type LocalPerson, type PersonLimits } from './lesson/Lesson.js';
+import { frameEnvelope, Lesson, type CountOut, type Fanout, type LocalPerson, type PersonLimits } from './lesson/Lesson.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
@@ -296,7 +296,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       const t0 = performance.now();
       lesson.broadcast(text, opts);
       this.metrics.fanOut(performance.now() - t0);
-    } else this.publishTo(lessonId, { kind: opts.ephemeral ? 'ephemeral' : 'frame', exceptPerson: opts.exceptPerson, payload: text });
+    } else this.publishTo(lessonId, frameEnvelope(text, opts));
   }
 
   toPerson(lessonId: string, personId: string, frame: string): void {

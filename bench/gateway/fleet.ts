@@ -113,8 +113,6 @@ export interface Memory {
   heapUsed: number;
   external: number;
   arrayBuffers: number;
-  /** bytes allocated since the first probe, sampled (--alloc-profile; the second probe only) */
-  allocated?: number;
 }
 
 /**

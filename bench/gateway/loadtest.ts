@@ -14,7 +14,7 @@ import { topUp } from '../../src/domain/ledger.js';
 import { createPartner } from '../../src/domain/partners.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { descriptorLimit, HAS_BUS, machineCpu, postgresCpu, probe, RELAY_ENTRY, runQueueWaitSeconds, SERVER_RESERVE, staleBuild, usage, WORKER_RESERVE, type Node, type Target } from './fleet.js';
-import { topAllocations } from './allocations.js';
+import { readAllocations, topAllocations } from './allocations.js';
 import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
@@ -361,8 +361,10 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
   // and holding every connection, after a full collection: what the connections keep, whatever the collector's timing
   const probeHolding = await probe(nodes, 2);
   if (a['heap-snapshot']) log(`${target}: heap snapshots holding every connection: ${probeHolding.snapshots.join(', ')}`);
-  if (a['alloc-profile']) logAllocations(target, nodes, counted.reduce((s, r) => s + sum(r.held), 0));
-  log(`${target}: holding ${counted.reduce((s, r) => s + sum(r.held), 0)}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
+  const holding = counted.reduce((s, r) => s + sum(r.held), 0);
+  const allocations = a['alloc-profile'] ? nodes.map((n) => readAllocations(`${n.probeFile}.2.heapprofile`)) : [];
+  if (a['alloc-profile']) logAllocations(target, allocations, holding);
+  log(`${target}: holding ${holding}; cursors at ${CURSOR_RATE}/s for ${HOLD} s`);
   const cursored = await phase(workers, 'cursor', 'cursored');
   log(`${target}: closing`);
   const closing = sample();
@@ -398,6 +400,7 @@ async function scenario(target: Target, lessons: LessonLinks[], warm: LessonLink
       rssMb: idle1[i].rssMb,
       memoryBefore: probeBefore.memory[i],
       memoryHolding: probeHolding.memory[i],
+      allocatedBytes: allocations[i]?.total,
       rssPeakMb: Math.max(joined.peak[i], cursored.peak[i], closed.peak[i]),
       cpuSeconds: end[i].cpu - start[i].cpu,
       cpuCursorSeconds: cursored.cpu[i],
@@ -546,10 +549,9 @@ function parseTargets(arg: string): Target[] {
 }
 
 /** --alloc-profile: the functions that allocated the most, summed over the target's nodes, per connection held. */
-function logAllocations(target: Target, nodes: Node[], held: number): void {
-  const files = nodes.map((n) => `${n.probeFile}.2.heapprofile`);
-  log(`${target}: allocated per connection held, by function (sampled heap profiles: ${files.join(', ')}):`);
-  for (const { bytes, where } of topAllocations(files, held)) log(`  ${Math.round(bytes).toString().padStart(7)} B  ${where}`);
+function logAllocations(target: Target, profiles: ReturnType<typeof readAllocations>[], held: number): void {
+  log(`${target}: allocated per connection held, by function (sampled heap profiles in ${PROBE_DIR}):`);
+  for (const { bytes, where } of topAllocations(profiles.filter((p) => p !== undefined), held)) log(`  ${Math.round(bytes).toString().padStart(7)} B  ${where}`);
 }
 
 async function cleanup(): Promise<void> {

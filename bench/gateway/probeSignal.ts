@@ -17,8 +17,8 @@ import { runInNewContext } from 'node:vm';
  * LOADTEST_ALLOC_PROFILE=1 (--alloc-profile) the first probe (before the joins)
  * starts V8's sampling heap profiler over every allocation, the collected ones
  * included, and the second (holding, after the idle hold) stops it: the
- * profile goes to `<prefix>.2.heapprofile` (DevTools opens it) and its total,
- * the bytes allocated in between, into the probe's JSON as `allocated`. Each
+ * profile goes to `<prefix>.2.heapprofile` (DevTools opens it; the load test
+ * reads the bytes allocated in between from it: allocations.ts). Each
  * file is written under a temporary name and renamed, so it appears complete.
  */
 const prefix = process.env.LOADTEST_PROBE;
@@ -36,27 +36,18 @@ if (prefix) {
   let k = 0;
   process.on('SIGUSR2', () => {
     const base = `${prefix}.${++k}`;
-    const done = (allocated?: number) => {
-      if (process.env.LOADTEST_HEAP_SNAPSHOT === '1') atomically(`${base}.heapsnapshot`, (tmp) => writeHeapSnapshot(tmp));
-      gc();
-      const memory = { ...process.memoryUsage(), ...(allocated === undefined ? {} : { allocated }) };
-      atomically(`${base}.json`, (tmp) => writeFileSync(tmp, JSON.stringify(memory)));
-      // one sample per 4 KB allocated on average, every sample kept (what the collector freed too)
-      if (sampling && k === 1) sampling.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-    };
-    if (!sampling || k !== 2) return done();
-    sampling.post('HeapProfiler.stopSampling', (err, res) => {
-      if (err) return done();
-      const profile = res.profile;
-      atomically(`${base}.heapprofile`, (tmp) => writeFileSync(tmp, JSON.stringify(profile)));
-      done(sampledBytes(profile.head));
-    });
+    // the profile first, so the probe's own work below is not in it; its file before the JSON the load test waits for
+    // (an in-process session answers at once, inside post)
+    if (sampling && k === 2) {
+      sampling.post('HeapProfiler.stopSampling', (err, res) => {
+        if (!err) atomically(`${base}.heapprofile`, (tmp) => writeFileSync(tmp, JSON.stringify(res.profile)));
+      });
+    }
+    if (process.env.LOADTEST_HEAP_SNAPSHOT === '1') atomically(`${base}.heapsnapshot`, (tmp) => writeHeapSnapshot(tmp));
+    gc();
+    const memory = process.memoryUsage();
+    atomically(`${base}.json`, (tmp) => writeFileSync(tmp, JSON.stringify(memory)));
+    // one sample per 4 KB allocated on average, every sample kept (what the collector freed too)
+    if (sampling && k === 1) sampling.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   });
-}
-
-/** The sampled bytes of a heap profile's call tree (each sample stands for its share of all allocations). */
-function sampledBytes(node: { selfSize: number; children: { selfSize: number; children: unknown[] }[] }): number {
-  let n = node.selfSize;
-  for (const c of node.children) n += sampledBytes(c as typeof node);
-  return n;
 }

@@ -20,6 +20,8 @@ export interface NodeResult {
   /** its memory after a full collection, before the joins and holding every connection (undefined: the probe did not answer) */
   memoryBefore?: Memory;
   memoryHolding?: Memory;
+  /** bytes it allocated from before the joins to the end of the idle hold, sampled (--alloc-profile: allocations.ts) */
+  allocatedBytes?: number;
   cpuSeconds: number;
   cpuCursorSeconds: number;
   /** the join phase's CPU (from the first join to the last welcome) */
@@ -113,7 +115,7 @@ function figures(nodes: NodeResult[], sent: number) {
     heapBytesPerConnection: settled((m) => m.heapUsed),
     externalBytesPerConnection: settled((m) => m.external),
     /** bytes allocated from before the joins to the end of the idle hold, per connection held (--alloc-profile) */
-    allocatedBytesPerConnection: held > 0 && nodes.every((n) => n.memoryHolding?.allocated !== undefined) ? sum(nodes.map((n) => n.memoryHolding!.allocated!)) / held : undefined,
+    allocatedBytesPerConnection: held > 0 && nodes.every((n) => n.allocatedBytes !== undefined) ? sum(nodes.map((n) => n.allocatedBytes!)) / held : undefined,
     cpuSeconds: sum(nodes.map((n) => n.cpuSeconds)),
     cpuCursorSeconds: sum(nodes.map((n) => n.cpuCursorSeconds)),
     cpuPer1000: (sum(nodes.map((n) => n.cpuCursorSeconds)) / sent) * 1000,
@@ -160,8 +162,8 @@ export function printReport(results: Result[], p: RunParams): void {
     ['server RSS before the joins / holding / peak (MB, all nodes)', (_, f) => `${fmt(f.rssBeforeMb, 0)} / ${fmt(f.rssMb, 0)} / ${fmt(f.rssPeakMb, 0)}`],
     ['bytes per connection (RSS grown while joining, read at the end of the idle hold / connections held)', (_, f) => fmt(f.bytesPerConnection, 0)],
     ["bytes per connection after a full collection (before the joins, holding): RSS grown / V8's live heap grown / buffers outside V8's heap grown", (_, f) => `${fmt(f.settledBytesPerConnection, 0)} / ${fmt(f.heapBytesPerConnection, 0)} / ${fmt(f.externalBytesPerConnection, 0)}`],
-    ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
     ["bytes allocated per connection held, from before the joins to the end of the idle hold (sampled, --alloc-profile)", (_, f) => (f.allocatedBytesPerConnection === undefined ? '-' : fmt(f.allocatedBytesPerConnection, 0))],
+    ['server CPU s (whole run / cursor phase)', (_, f) => `${fmt(f.cpuSeconds)} / ${fmt(f.cpuCursorSeconds)}`],
     ['server CPU ms per join (the join phase\'s CPU / connections held)', (_, f) => fmt(f.cpuMsPerJoin, 3)],
     ["server main thread's wait for a core while joining, ms per join (run queue, /proc/<pid>/schedstat)", (_, f) => fmt(f.waitMsPerJoin, 3)],
     ["the machine while joining: the load generator's CPU ms per join / cores busy of all (every process)", (r, f) =>

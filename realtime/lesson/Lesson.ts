@@ -67,6 +67,13 @@ interface Kept {
 const HEARD_CLOSE_MS = 60_000;
 const NONE: readonly ClientConnection[] = [];
 
+/** The envelope of a frame for everyone on the other nodes: `ephemeral` ones are never kept for arrivals (KEPT_FRAMES). */
+export const frameEnvelope = (text: string, opts: { exceptPerson?: string; ephemeral?: boolean }): Outgoing => ({
+  kind: opts.ephemeral ? 'ephemeral' : 'frame',
+  exceptPerson: opts.exceptPerson,
+  payload: text,
+});
+
 /** Counts frames written to sockets (GatewayMetrics.messageOut); a no-op without METRICS_PORT. */
 export type CountOut = (type: string, count: number) => void;
 
@@ -205,7 +212,7 @@ export class Lesson {
     if (opts.exceptPerson) this.deliverExceptPerson(text, opts.exceptPerson, opts.except);
     else this.deliver(text, opts.except);
     if (opts.ephemeral && !this.remoteListeners) return;
-    this.publish({ kind: opts.ephemeral ? 'ephemeral' : 'frame', exceptPerson: opts.exceptPerson, payload: text }, true);
+    this.publish(frameEnvelope(text, opts), true);
   }
 
   /**
@@ -362,8 +369,7 @@ export class Lesson {
   /** Keeps a frame for the connections still registering; keeps nothing while none is. */
   private keep(k: Omit<Kept, 'mark'>): void {
     if (!this.arriving) return;
-    (k as Kept).mark = ++this.marks;
-    this.kept.push(k as Kept);
+    this.kept.push({ mark: ++this.marks, ...k });
     if (this.kept.length > KEPT_FRAMES) this.kept.shift();
   }
 
