@@ -9,7 +9,7 @@ import { withRetry } from '../../src/lib/retry.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
 import { METERED_PEOPLE } from '../../src/metering/rules.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
-import { accOf, assertNever, meteredSeconds, pausedAtOf, runningSince, sessionOf, type PendingEnd } from '../presence/MeterMachine.js';
+import { accOf, assertNever, meteredSeconds, pausedAtOf, runningSince, sessionOf, type PendingEnd, type Starting } from '../presence/MeterMachine.js';
 
 /** Sessions charged per flush transaction (Maintenance ticks and charges this many lessons at a time). */
 export const FLUSH_BATCH = 500;
@@ -189,7 +189,7 @@ export class Meter {
           // A new session never starts before the previous one is ended in Postgres.
           await endFirst();
           if (m.state === 'starting') {
-            const started = await this.start(lessonId, m.startAt, Math.max(METERED_PEOPLE, m.peopleMax, count), now);
+            const started = await this.start(lessonId, m, count, now);
             if (started) {
               latest = started.meter ?? latest;
               count = started.count;
@@ -211,9 +211,17 @@ export class Meter {
     await this.snapshot(lessonId, latest, count, now, ended);
   }
 
-  private async start(lessonId: string, startAt: number, people: number, now: number) {
+  private async start(lessonId: string, m: Starting, count: number, now: number) {
+    const { startAt } = m;
+    // The session row commits with a snapshot of this meter naming it (SessionStartInput.meter): a
+    // Redis lost before the bind below is rebuilt from a session known to run since startAt.
+    const r = await this.starts.add({
+      lessonId,
+      at: new Date(startAt),
+      people: Math.max(METERED_PEOPLE, m.peopleMax, count),
+      meter: toSnapshot(lessonId, m, count, now),
+    });
     // undefined: the lesson was deleted (checked under its lock): no session
-    const r = await this.starts.add({ lessonId, at: new Date(startAt), people });
     if (!r) return undefined;
     const { session, started } = r;
     // Adopting a session that was already running (another node, or Redis lost

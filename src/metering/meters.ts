@@ -34,7 +34,9 @@ export async function saveMeterSnapshots(db: Db, snaps: MeterSnapshot[]): Promis
     const prev = byLesson.get(s.lessonId);
     if (!prev || prev.seq <= s.seq) byLesson.set(s.lessonId, s);
   }
-  const rows = [...byLesson.values()];
+  // in lesson order, as the session start's transaction writes them under its lesson locks: two
+  // writers meeting on the same rows wait for each other instead of deadlocking
+  const rows = [...byLesson.values()].sort((a, b) => (a.lessonId < b.lessonId ? -1 : a.lessonId > b.lessonId ? 1 : 0));
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
   // a column per array (unnest), not a parameter per value: a node's flush refreshes thousands of rows
   await db`
@@ -117,7 +119,8 @@ export function seedFromRow(row: SeedRow): MeterSeed {
       confirmedAt: row.heartbeat_at,
     };
   }
-  // The session started but no snapshot names it yet: start from its watermark, paused.
+  // No snapshot names the running session: a session from before its start wrote one in its own
+  // transaction (SessionStartInput.meter). Start from its watermark, paused.
   return { seq, sessionId: row.running_id, accMs: watermarkMs, runningSince: null, emptySince: null, confirmedAt: row.running_started_at };
 }
 

@@ -3,6 +3,7 @@ import { recordEvent, recordEvents } from '../events/outbox.js';
 import { secondsToWholeMinutes } from '../domain/ledger.js';
 import { lockLessonOfSession } from './charge.js';
 import type { LessonMode } from '../domain/enums.js';
+import { saveMeterSnapshots, type MeterSnapshot } from './meters.js';
 
 export interface Session {
   id: number;
@@ -26,6 +27,16 @@ export interface SessionStartInput {
   lessonId: string;
   at: Date;
   people: number;
+  /**
+   * The live meter at the start (the gateway's), written as the lesson's
+   * snapshot in the transaction that creates the session: Postgres never holds
+   * a running session that no snapshot names. Were Redis lost between this
+   * commit and the gateway binding the session there, the meter rebuilt from
+   * Postgres would not know whether the session ran, and would bill only what
+   * followed the rebuild (readMeterSeed). Not written when the lesson's
+   * session already runs (adopted: its own snapshots name it).
+   */
+  meter?: Omit<MeterSnapshot, 'lessonId' | 'sessionId'>;
 }
 
 export interface SessionStartResult {
@@ -117,15 +128,23 @@ export async function ensureSessionsStarted(
     ]);
     for (const [lessonId, p] of raise) runningByLesson.get(lessonId)!.people_max = p;
     const createdByLesson = new Map(created.map((s) => [s.lesson_id, s]));
-    await recordEvents(
-      tx,
-      toStart.map(({ input, lesson }) => ({
-        partnerId: lesson.partner_id,
-        type: 'lesson.started' as const,
-        data: { lesson_id: lesson.id, external_id: lesson.external_id, started_at: input.at.toISOString(), ended_at: null, minutes: 0 },
-        at: input.at,
-      })),
-    );
+    await Promise.all([
+      recordEvents(
+        tx,
+        toStart.map(({ input, lesson }) => ({
+          partnerId: lesson.partner_id,
+          type: 'lesson.started' as const,
+          data: { lesson_id: lesson.id, external_id: lesson.external_id, started_at: input.at.toISOString(), ended_at: null, minutes: 0 },
+          at: input.at,
+        })),
+      ),
+      saveMeterSnapshots(
+        tx,
+        toStart.flatMap(({ input }) =>
+          input.meter ? [{ ...input.meter, lessonId: input.lessonId, sessionId: createdByLesson.get(input.lessonId)!.id }] : [],
+        ),
+      ),
+    ]);
     return inputs.map((input) => {
       if (!admitted(input)) return undefined;
       const run = runningByLesson.get(input.lessonId);

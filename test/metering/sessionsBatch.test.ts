@@ -57,6 +57,20 @@ describe('batched session starts (the gateway starts a burst of sessions in one 
     expect(startedB.map((e) => e.data.lesson_id)).toEqual([running.id, fresh[1].id]);
   });
 
+  it("commits a started session with the lesson's meter snapshot naming it; an adopted session's snapshot is left to its own writers", async () => {
+    const { partner } = await partnerFactory(sql);
+    const [fresh, running] = await Promise.all([lessonFactory(sql, partner), lessonFactory(sql, partner)]);
+    await ensureSessionStarted(sql, { lessonId: running.id, at: T0, people: 2 });
+    const meter = (since: Date | null) => ({ seq: 7, accMs: 1500, runningSince: since, emptySince: null, people: 2, at: at(20) });
+    const [started, adopted] = await ensureSessionsStarted(sql, [
+      { lessonId: fresh.id, at: at(20), people: 2, meter: meter(at(20)) },
+      { lessonId: running.id, at: at(20), people: 2, meter: meter(at(20)) },
+    ]);
+    const rows = await sql`SELECT lesson_id, seq, session_id, acc_ms, running_since, people FROM lesson_meters WHERE lesson_id IN ${sql([fresh.id, running.id])}`;
+    expect(rows).toEqual([{ lesson_id: fresh.id, seq: 7, session_id: started!.session.id, acc_ms: 1500, running_since: at(20), people: 2 }]);
+    expect(adopted!.started).toBe(false);
+  });
+
   it('two batches racing over the same lessons start each once', async () => {
     const { partner } = await partnerFactory(sql);
     const lessons = await Promise.all(Array.from({ length: 8 }, () => lessonFactory(sql, partner)));

@@ -52,6 +52,26 @@ async function run(jobs: ('heartbeat' | 'flush' | 'sweep')[]) {
   }
 }
 
+/**
+ * Redis comes back empty; the nodes re-register their sockets (after `sweepsFirst`, the worst
+ * order: every node's sweep before any heartbeat noticed the loss), then 20 s pass: 11 s to
+ * get past the rebuild window and the grace, 9 s more, each with its flushes.
+ */
+async function redisBackThen20s(opts: { sweepsFirst: boolean }) {
+  redis = await spawnRedis(redis.port);
+  await redisReady([n1, n2]);
+  if (opts.sweepsFirst) {
+    // the snapshot heartbeat is older than the orphan limit, the lesson looks empty to Redis
+    expect(await n1.redis.exists('gw:epoch', 'gw:nodes')).toBe(0); // empty
+    await run(['sweep', 'flush', 'sweep']);
+  }
+  await run(['heartbeat', 'flush', 'sweep']); // the nodes re-register their sockets (and report departures)
+  await advance(sec(11)); // past the rebuild window and the grace
+  await run(['flush', 'sweep']);
+  await advance(sec(9));
+  await run(['flush']);
+}
+
 describe('Redis down, then back empty, while everyone stays', () => {
   for (const downSeconds of [40, 120]) {
     it(`down ${downSeconds} s: the same session goes on, billed to the second, and the sweepers wait for the gateways to re-register`, async () => {
@@ -66,17 +86,7 @@ describe('Redis down, then back empty, while everyone stays', () => {
       clock.advance(sec(downSeconds / 2));
       await run(['heartbeat', 'flush', 'sweep']); // all fail: Redis is away
       clock.advance(sec(downSeconds / 2));
-      redis = await spawnRedis(redis.port);
-      await redisReady([n1, n2]);
-      // The worst order: every node's sweep runs before any heartbeat noticed the loss.
-      // The snapshot heartbeat is older than the orphan limit, the lesson looks empty to Redis.
-      expect(await n1.redis.exists('gw:epoch', 'gw:nodes')).toBe(0); // empty
-      await run(['sweep', 'flush', 'sweep']);
-      await run(['heartbeat', 'flush', 'sweep']); // the nodes re-register their sockets
-      await advance(sec(11)); // past the rebuild window and the grace
-      await run(['flush', 'sweep']);
-      await advance(sec(9));
-      await run(['flush']);
+      await redisBackThen20s({ sweepsFirst: true });
       await a.close();
       await b.close();
       await Promise.all([n1.settle(), n2.settle()]);
@@ -113,14 +123,7 @@ describe('a departure while Redis is down', () => {
     await n2.settle();
     clock.advance(sec(45));
     await run(['heartbeat', 'flush', 'sweep']); // all fail: Redis is away
-    redis = await spawnRedis(redis.port);
-    await redisReady([n1, n2]);
-    await run(['sweep', 'flush', 'sweep']);
-    await run(['heartbeat', 'flush', 'sweep']); // re-register, and report Bob's departure
-    await advance(sec(11));
-    await run(['flush', 'sweep']);
-    await advance(sec(9));
-    await run(['flush']);
+    await redisBackThen20s({ sweepsFirst: true }); // Bob's departure is reported then
 
     const [s] = await sessionsOf(sql, f.lesson.id);
     expect(s).toMatchObject({ seconds: 25, ended_at: null }); // 10 s before the outage + 15 s into it
@@ -128,5 +131,42 @@ describe('a departure while Redis is down', () => {
     expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
     await a.close();
     await n1.settle();
+  }, 90_000);
+});
+
+describe('Redis lost while a session starts', () => {
+  it('between the session row and its meter in Redis: the whole session is billed, not only what followed the outage', async () => {
+    const f = await lessonWithLinks(sql, { minutes: 100 });
+    const a = await join(n1.wsUrl(await f.link('a', { at: clock.now() })));
+    const bobLink = await f.link('b', { at: clock.now() });
+    // The start transaction waits for the lesson's row lock, held here until Redis is gone: the
+    // session row commits while Redis cannot take the session (the narrow window CI once hit).
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM lessons WHERE id = ${f.lesson.id} FOR NO KEY UPDATE`;
+      locked();
+      await released;
+    });
+    await isLocked;
+    const b = await join(n2.wsUrl(bobLink)); // two present: the start waits for the lock
+    await redis.kill();
+    release();
+    await holder;
+    await eventually(async () => (await sessionsOf(sql, f.lesson.id)).length === 1, 'the session row');
+    clock.advance(sec(20)); // Ann and Bob stay through the outage
+    await redisBackThen20s({ sweepsFirst: false });
+    await a.close();
+    await b.close();
+    await Promise.all([n1.settle(), n2.settle()]);
+    await run(['flush']);
+
+    const sessions = await sessionsOf(sql, f.lesson.id);
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]).toMatchObject({ seconds: 40, ended_at: null }); // together from the start: 20 s of outage + 20 s after
+    expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(40);
+    expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
   }, 90_000);
 });
