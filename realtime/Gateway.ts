@@ -585,6 +585,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
         this.runClosedHooks(p.conn, false);
       }
       await this.idle();
+      this.announcer.close();
       for (const f of this.features) await f.close?.().catch((err) => this.log.error({ err, feature: f.name }, 'feature close failed'));
       await this.presence.leaveNode(this.nodeId).catch(() => undefined);
       await this.unlisten?.().catch(() => undefined);

@@ -7,23 +7,41 @@ import { withRetry } from '../../src/lib/retry.js';
 /** Arrivals are collected this long (or up to BATCH_MAX) before one transaction records them. */
 const BATCH_MS = 20;
 const BATCH_MAX = 200;
+/** Waits between a batch's attempts (ms): a lost connection or a lock timeout. */
+const RETRY_WAITS = [200, 1000, 5000];
+/** A batch whose attempts all failed (Postgres away longer than RETRY_WAITS) is kept and tried again this often (ms). */
+export const AGAIN_MS = 5000;
+/**
+ * Arrivals kept for a later try, at most. While Postgres is away only links
+ * this node already knows can join (an unknown token is refused with 503), so
+ * this is reached only by a long outage with many reconnecting people; beyond
+ * it the oldest are dropped, logged.
+ */
+const WAITING_MAX = 20_000;
 
 /**
  * participant.joined for arrivals Redis did not filter out: batched, so a
  * burst of 1,000 joins a second costs a few transactions instead of a
  * thousand; Postgres still decides the 6-hour rule (recordParticipantsJoined).
- * A failed batch is retried; an arrival is never announced before its
- * batch commits.
+ * A failed batch is retried, and kept while Postgres is away, however long:
+ * the rule and the event's created_at are the arrival's time, so recording it
+ * late decides and says the same, and a batch whose commit was lost with its
+ * connection claims nothing twice. An arrival is never announced before its
+ * batch commits. Only a process that stops while Postgres is away loses what
+ * it kept (logged).
  */
 export class JoinAnnouncer {
   private readonly batcher: Batcher<ParticipantJoin>;
+  private waiting: ParticipantJoin[] = [];
+  private again: NodeJS.Timeout | undefined;
 
-  constructor(sql: Sql, log: Logger) {
+  constructor(
+    sql: Sql,
+    private readonly log: Logger,
+  ) {
     this.batcher = new Batcher<ParticipantJoin, void>(
       async (batch) => {
-        await withRetry(() => recordParticipantsJoined(sql, batch), [200, 1000, 5000]).catch((err) =>
-          log.error({ err, arrivals: batch.length }, 'participant.joined batch failed'),
-        );
+        await withRetry(() => recordParticipantsJoined(sql, batch), RETRY_WAITS).catch((err) => this.keep(batch, err));
         return batch.map((): void => undefined);
       },
       { delayMs: BATCH_MS, max: BATCH_MAX, concurrency: 2 },
@@ -34,7 +52,34 @@ export class JoinAnnouncer {
     void this.batcher.add(join);
   }
 
+  /** Resolves when no batch is pending or running (kept arrivals wait for their next try). */
   idle(): Promise<void> {
     return this.batcher.idle();
+  }
+
+  /** The process stops: what is still kept for Postgres is lost, and said so. */
+  close(): void {
+    clearTimeout(this.again);
+    this.again = undefined;
+    if (this.waiting.length > 0) this.log.error({ arrivals: this.waiting.length }, 'participant.joined not recorded: Postgres was away until the stop');
+    this.waiting = [];
+  }
+
+  private keep(batch: ParticipantJoin[], err: unknown): void {
+    this.waiting.push(...batch);
+    const over = this.waiting.length - WAITING_MAX;
+    if (over > 0) {
+      this.waiting.splice(0, over);
+      this.log.error({ arrivals: over }, 'participant.joined dropped: too many arrivals waiting for Postgres');
+    }
+    this.log.warn({ err, arrivals: batch.length, waiting: this.waiting.length }, 'participant.joined batch failed; kept for a later try');
+    if (this.again) return;
+    this.again = setTimeout(() => {
+      this.again = undefined;
+      const again = this.waiting;
+      this.waiting = [];
+      for (const join of again) this.add(join);
+    }, AGAIN_MS);
+    this.again.unref();
   }
 }
