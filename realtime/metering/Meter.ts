@@ -214,7 +214,7 @@ export class Meter {
   private async start(lessonId: string, m: Starting, count: number, now: number) {
     const { startAt } = m;
     // The session row commits with a snapshot of this meter naming it (SessionStartInput.meter): a
-    // Redis lost before the bind below is rebuilt from a session known to run since startAt.
+    // Redis lost before the bind below is rebuilt from this meter's figures (running since startAt).
     const r = await this.starts.add({
       lessonId,
       at: new Date(startAt),
