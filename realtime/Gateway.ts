@@ -150,7 +150,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
     this.admission = new Admission(deps);
     this.personRates = new PersonRates(parts.redis, PERSON_RATES);
-    this.announcer = new JoinAnnouncer(deps.sql, this.log);
+    this.announcer = new JoinAnnouncer(deps.sql, this.log, (j) => this.presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()));
     this.bus = new LessonBus(parts.redis, deps.config.REDIS_KEY_PREFIX, this.nodeId, (lessonId, e) => this.lessons.get(lessonId)?.receive(e), this.log);
     this.metrics = parts.metrics ?? noMetrics;
     const metrics = this.metrics;
@@ -546,6 +546,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
         const j = Math.floor(Math.random() * (i + 1));
         [conns[i], conns[j]] = [conns[j], conns[i]];
       }
+      await this.announcer.forgetUnrecorded(); // before anyone moves to another node
       const spreadMs = Math.min(budgetMs, conns.length * DRAIN_PACE_MS);
       this.log.info({ connections: conns.length, spread_ms: spreadMs, budget_ms: budgetMs }, 'draining');
       const timers = conns.map((conn, i) =>
@@ -577,6 +578,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   close(): Promise<void> {
     return (this.closing ??= (async () => {
       this.maintenance.stop();
+      await this.announcer.forgetUnrecorded(); // before anyone moves to another node
       for (const lesson of [...this.lessons.values()]) for (const conn of [...lesson.conns]) conn.close('goingAway');
       await this.idle();
       // departures Redis never heard: the features still hear of the sockets (presence drops the node below)

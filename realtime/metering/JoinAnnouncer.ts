@@ -18,6 +18,8 @@ export const AGAIN_MS = 5000;
  * it the oldest are dropped, logged.
  */
 const WAITING_MAX = 20_000;
+/** How long a stopping node waits for Redis to forget its unrecorded arrivals (forgetUnrecorded). */
+const FORGET_WAIT_MS = 1000;
 
 /**
  * participant.joined for arrivals Redis did not filter out: batched, so a
@@ -27,21 +29,32 @@ const WAITING_MAX = 20_000;
  * the rule and the event's created_at are the arrival's time, so recording it
  * late decides and says the same, and a batch whose commit was lost with its
  * connection claims nothing twice. An arrival is never announced before its
- * batch commits. Only a process that stops while Postgres is away loses what
- * it kept (logged).
+ * batch commits. A process that stops while Postgres is away loses what it
+ * kept (logged), but first has Redis's filter forget every arrival it has not
+ * recorded (`forgetUnrecorded`, before its sockets close), so those people are
+ * announced when they arrive again on another node.
  */
 export class JoinAnnouncer {
   private readonly batcher: Batcher<ParticipantJoin>;
   private waiting: ParticipantJoin[] = [];
   private again: NodeJS.Timeout | undefined;
+  /** every arrival added and not yet committed: pending, in a batch, or kept */
+  private readonly unrecorded = new Set<ParticipantJoin>();
 
   constructor(
     sql: Sql,
     private readonly log: Logger,
+    /** Redis's filter forgets the claim of an arrival (Presence.forgetJoined) */
+    private readonly forget: (join: ParticipantJoin) => Promise<void>,
   ) {
     this.batcher = new Batcher<ParticipantJoin, void>(
       async (batch) => {
-        await withRetry(() => recordParticipantsJoined(sql, batch), RETRY_WAITS).catch((err) => this.keep(batch, err));
+        try {
+          await withRetry(() => recordParticipantsJoined(sql, batch), RETRY_WAITS);
+          for (const join of batch) this.unrecorded.delete(join);
+        } catch (err) {
+          this.keep(batch, err);
+        }
         return batch.map((): void => undefined);
       },
       { delayMs: BATCH_MS, max: BATCH_MAX, concurrency: 2 },
@@ -49,7 +62,23 @@ export class JoinAnnouncer {
   }
 
   add(join: ParticipantJoin): void {
+    this.unrecorded.add(join);
     void this.batcher.add(join);
+  }
+
+  /**
+   * The node is about to close its sockets (a drain or a stop): Redis's filter
+   * forgets every arrival not recorded yet, so a person moving to another node
+   * is announced there if this node never gets to (Postgres still decides: one
+   * event in 6 hours, whichever commits first). Best effort, and at most
+   * FORGET_WAIT_MS: Redis may be away too, and the stop must go on.
+   */
+  async forgetUnrecorded(): Promise<void> {
+    if (this.unrecorded.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, FORGET_WAIT_MS)));
+    await Promise.race([Promise.all([...this.unrecorded].map((join) => this.forget(join).catch(() => undefined))), waited]);
+    clearTimeout(timer);
   }
 
   /** Resolves when no batch is pending or running (kept arrivals wait for their next try). */
@@ -63,13 +92,14 @@ export class JoinAnnouncer {
     this.again = undefined;
     if (this.waiting.length > 0) this.log.error({ arrivals: this.waiting.length }, 'participant.joined not recorded: Postgres was away until the stop');
     this.waiting = [];
+    this.unrecorded.clear();
   }
 
   private keep(batch: ParticipantJoin[], err: unknown): void {
     this.waiting.push(...batch);
     const over = this.waiting.length - WAITING_MAX;
     if (over > 0) {
-      this.waiting.splice(0, over);
+      for (const join of this.waiting.splice(0, over)) this.unrecorded.delete(join);
       this.log.error({ arrivals: over }, 'participant.joined dropped: too many arrivals waiting for Postgres');
     }
     this.log.warn({ err, arrivals: batch.length, waiting: this.waiting.length }, 'participant.joined batch failed; kept for a later try');

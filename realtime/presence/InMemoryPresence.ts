@@ -73,14 +73,15 @@ export class InMemoryPresence implements Presence {
       if (n === 1) {
         first = true;
         if (fx.length === 0) m = M.touch(m, now);
-        if (!input.rejoin) {
-          const joins = this.joined.get(lessonId) ?? new Map<string, number>();
-          this.joined.set(lessonId, joins);
-          const last = joins.get(input.person);
-          if (last === undefined || now - last >= PARTICIPANT_JOINED_WINDOW_MS) {
-            joins.set(input.person, now);
-            announce = true;
-          }
+      }
+      // any arrival, not only a first connection (JOIN: a person moving off a draining node)
+      if (!input.rejoin) {
+        const joins = this.joined.get(lessonId) ?? new Map<string, number>();
+        this.joined.set(lessonId, joins);
+        const last = joins.get(input.person);
+        if (last === undefined || now - last >= PARTICIPANT_JOINED_WINDOW_MS) {
+          joins.set(input.person, now);
+          announce = true;
         }
       }
     }
@@ -216,6 +217,12 @@ export class InMemoryPresence implements Presence {
     if (!m) return null;
     this.saveOrForget(lessonId, l, m);
     return m;
+  }
+
+  /** FORGET_JOINED */
+  async forgetJoined(lessonId: string, person: string, at: number): Promise<void> {
+    const joins = this.joined.get(lessonId);
+    if (joins?.get(person) === at) joins.delete(person);
   }
 
   /** ORPHAN */

@@ -131,6 +131,12 @@ export interface Presence {
   orphan(lessonId: string, sessionId: number, now: number): Promise<MeterState | undefined>;
   people(lessonId: string): Promise<{ count: number; seq: number; people: PublicPerson[] }>;
   leaveNode(node: string): Promise<void>;
+  /**
+   * A participant.joined claimed at `at` (JoinResult.announce) that this node
+   * could not record: the filter forgets it (if still that claim), so the
+   * person's next arrival is announced.
+   */
+  forgetJoined(lessonId: string, person: string, at: number): Promise<void>;
 }
 
 /** The timing every implementation takes (realtime/timing.ts), and where seeds come from. */

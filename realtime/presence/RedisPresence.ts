@@ -44,6 +44,7 @@ export const SCRIPTS = {
   gwOrphan: lua.ORPHAN,
   gwPeople: lua.PEOPLE,
   gwLeaveNode: lua.LEAVE_NODE,
+  gwForgetJoined: lua.FORGET_JOINED,
 } as const;
 
 /** A reap left unfinished this long (its reaper died) is taken over by another node. */
@@ -348,6 +349,10 @@ export class RedisPresence implements Presence {
 
   async leaveNode(node: string): Promise<void> {
     await this.run.gwLeaveNode(this.nodeKey, node);
+  }
+
+  async forgetJoined(lessonId: string, person: string, at: number): Promise<void> {
+    await this.run.gwForgetJoined(this.key(lessonId), lessonId, person, at);
   }
 
   private async seed(lessonId: string): Promise<string> {

@@ -283,13 +283,15 @@ if redis.call('HEXISTS', K(l, 'c'), conn) == 0 then
   if n == 1 then
     first = 1
     if #fx == 0 then bump(m, now) end
-    if rejoin ~= '1' then
-      local last = N(redis.call('HGET', K(l, 'j'), person))
-      if not last or now - last >= window then
-        redis.call('HSET', K(l, 'j'), person, F(now))
-        redis.call('PEXPIRE', K(l, 'j'), window + 3600000)
-        announce = 1
-      end
+  end
+  -- any arrival, not only a first connection: a person moving off a draining node is still
+  -- present there for a moment, and that node may have had the filter forget them (forget_joined)
+  if rejoin ~= '1' then
+    local last = N(redis.call('HGET', K(l, 'j'), person))
+    if not last or now - last >= window then
+      redis.call('HSET', K(l, 'j'), person, F(now))
+      redis.call('PEXPIRE', K(l, 'j'), window + 3600000)
+      announce = 1
     end
   end
 end
@@ -546,6 +548,19 @@ if m.sid == '' and m.start_at == start_at and m.end_sid == '' then
   return { 'ok', redis.call('HLEN', K(l, 'p')), meter_out(m) }
 end
 return { 'stale', redis.call('HLEN', K(l, 'p')), meter_out(m) }
+`;
+
+/**
+ * forget_joined: ARGV lesson, person, at -> 1 | 0
+ * A participant.joined the node could not record before it stopped (Postgres
+ * away): the filter's entry goes if it is still that arrival's (`at`), so the
+ * person's next arrival, on any node, is announced; Postgres decides the rule.
+ */
+export const FORGET_JOINED = `${LIB}
+local l, person, at = ARGV[1], ARGV[2], ARGV[3]
+if redis.call('HGET', K(l, 'j'), person) ~= at then return 0 end
+redis.call('HDEL', K(l, 'j'), person)
+return 1
 `;
 
 /**

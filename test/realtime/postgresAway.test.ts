@@ -60,3 +60,38 @@ describe('Postgres away longer than the retries of a participant.joined batch', 
     }
   }, 40_000);
 });
+
+describe('a gateway stopped while Postgres is away', () => {
+  it("has Redis forget the arrivals it could not record, so a person moving to another node is announced there", async () => {
+    const env = { ...gw.env, DRAIN_SECONDS: '1' };
+    const [n1, n2] = [await startTestGateway({ env }), await startTestGateway({ env })];
+    const f = await lessonWithLinks(sql);
+    const bob = await f.link('bob', { name: 'Bob' });
+    await vi.waitFor(() => expect(n1.gateway.admission.cached(bob) && n2.gateway.admission.cached(bob)).toBe(true));
+    // the lesson is open on both nodes before the outage (a lesson new on a node reads its meter from Postgres)
+    const a = await join(n1.wsUrl(await f.link('ann', { name: 'Ann', role: 'teacher' })));
+    const c = await join(n2.wsUrl(await f.link('cid', { name: 'Cid' })));
+    await Promise.all([n1.settle(), n2.settle()]);
+    expect(await eventsOf(sql, f.partner.id, 'participant.joined')).toHaveLength(2);
+    await postgresAway();
+    try {
+      const onN1 = await join(n1.wsUrl(bob));
+      const stopped = n1.close(); // drains: Bob's page moves to the other node
+      await onN1.closed;
+      const onN2 = await join(n2.wsUrl(bob));
+      expect(onN2.messages[0]).toMatchObject({ type: 'welcome', you: { name: 'Bob' } });
+      await stopped; // n1 gave up on Bob's participant.joined (Postgres still away)
+      await postgresBack();
+      const events = await eventually(async () => {
+        const e = await eventsOf(sql, f.partner.id, 'participant.joined').catch(() => []);
+        return e.length > 2 && e;
+      }, "Bob's participant.joined, recorded by the node he moved to", AGAIN_MS + 8000);
+      expect(events.map((e) => e.data.name).sort()).toEqual(['Ann', 'Bob', 'Cid']);
+      await Promise.all([a.close(), c.close(), onN2.close()]);
+      await n2.settle();
+      expect(await eventsOf(sql, f.partner.id, 'participant.joined')).toHaveLength(3);
+    } finally {
+      await postgresBack();
+    }
+  }, 60_000);
+});

@@ -60,6 +60,18 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(await p.leave(l, 'a2', T + 7)).toMatchObject({ last: true, remote: false });
     });
 
+    it('forgets a participant.joined claim its node could not record, only that claim, and then announces the next arrival, first or not', async () => {
+      const { p, join } = await fresh();
+      const l = lesson();
+      expect(await join(l, 'c1', 'ann', T)).toMatchObject({ announce: true });
+      await p.forgetJoined(l, 'h-ann', T - 1); // another claim: kept
+      expect(await join(l, 'c2', 'ann', T + 1000)).toMatchObject({ first: false, announce: false });
+      await p.forgetJoined(l, 'h-ann', T); // the claim made at T: forgotten
+      // Ann is still present (her first socket's node is draining): her next arrival is announced anyway
+      expect(await join(l, 'c3', 'ann', T + 2000)).toMatchObject({ first: false, announce: true });
+      expect(await join(l, 'c4', 'ann', T + 3000)).toMatchObject({ announce: false });
+    });
+
     it('counts distinct people, not connections, and returns each transition once', async () => {
       const { p, join } = await fresh();
       const l = lesson();
