@@ -3,6 +3,7 @@ import type { Logger } from '../../src/logger.js';
 import { recordParticipantsJoined, type ParticipantJoin } from '../../src/metering/participants.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 import { withRetry } from '../../src/lib/retry.js';
+import { withTimeout } from '../../src/lib/timeout.js';
 
 /** Arrivals are collected this long (or up to BATCH_MAX) before one transaction records them. */
 const BATCH_MS = 20;
@@ -38,7 +39,7 @@ export class JoinAnnouncer {
   private readonly batcher: Batcher<ParticipantJoin>;
   private waiting: ParticipantJoin[] = [];
   private again: NodeJS.Timeout | undefined;
-  /** every arrival added and not yet committed: pending, in a batch, or kept */
+  /** every arrival added and neither committed nor forgotten (forgetUnrecorded): pending, in a batch, or kept */
   private readonly unrecorded = new Set<ParticipantJoin>();
 
   constructor(
@@ -68,17 +69,17 @@ export class JoinAnnouncer {
 
   /**
    * The node is about to close its sockets (a drain or a stop): Redis's filter
-   * forgets every arrival not recorded yet, so a person moving to another node
-   * is announced there if this node never gets to (Postgres still decides: one
-   * event in 6 hours, whichever commits first). Best effort, and at most
-   * FORGET_WAIT_MS: Redis may be away too, and the stop must go on.
+   * forgets every arrival not recorded yet, once (a drain's stop asks again),
+   * so a person moving to another node is announced there if this node never
+   * gets to (Postgres still decides: one event in 6 hours, whichever commits
+   * first). Best effort, and at most FORGET_WAIT_MS: Redis may be away too,
+   * and the stop must go on.
    */
   async forgetUnrecorded(): Promise<void> {
     if (this.unrecorded.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, FORGET_WAIT_MS)));
-    await Promise.race([Promise.all([...this.unrecorded].map((join) => this.forget(join).catch(() => undefined))), waited]);
-    clearTimeout(timer);
+    const joins = [...this.unrecorded];
+    this.unrecorded.clear();
+    await withTimeout(Promise.all(joins.map((join) => this.forget(join).catch(() => undefined))), FORGET_WAIT_MS).catch(() => undefined);
   }
 
   /** Resolves when no batch is pending or running (kept arrivals wait for their next try). */

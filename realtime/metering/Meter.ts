@@ -1,8 +1,8 @@
 import type { Deps } from '../../src/deps.js';
 import type { Logger } from '../../src/logger.js';
 import { recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/charge.js';
-import { finishSession, saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
-import { endSession, ensureSessionsStarted, type SessionStartInput, type SessionStartResult } from '../../src/metering/sessions.js';
+import { saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
+import { endSession, ensureSessionsStarted, finishSession, type SessionStartInput, type SessionStartResult } from '../../src/metering/sessions.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../../src/lib/retry.js';

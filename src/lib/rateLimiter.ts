@@ -1,4 +1,5 @@
 import type { Redis } from '../redis.js';
+import { withTimeout } from './timeout.js';
 
 /**
  * Sliding-window log: at most `limit` requests of a key in ANY rolling
@@ -249,19 +250,3 @@ export class RateLimiter {
 
 /** Bucket width of the in-process fallback log (bounds its size to period / bucket entries per key). */
 const LOCAL_BUCKET_MS = 100;
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('redis timeout')), ms);
-    p.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
-  });
-}

@@ -1,6 +1,4 @@
-import type { Db, Sql } from '../db/index.js';
-import { recordMeteredTime } from './charge.js';
-import { endSession } from './sessions.js';
+import type { Db } from '../db/index.js';
 
 /**
  * The durable shadow of a lesson's live meter (table lesson_meters,
@@ -174,18 +172,4 @@ export async function archivedAmong(db: Db, ids: string[]): Promise<Map<string, 
   const rows = await db<{ id: string; archived_at: Date }[]>`
     SELECT id, archived_at FROM lessons WHERE id = ANY(${ids}::text[]) AND archived_at IS NOT NULL`;
   return new Map(rows.map((r) => [r.id, r.archived_at]));
-}
-
-/**
- * Ends a session after charging it up to its final total: charge first
- * (a watermark, so a replay charges nothing), then end (idempotent, one
- * lesson.ended). Safe to call from several nodes at once.
- */
-export async function finishSession(
-  sql: Sql,
-  input: { sessionId: number; cumulativeSeconds: number; chargeAt: Date; endedAt: Date; at: Date },
-): Promise<{ ended: boolean }> {
-  await recordMeteredTime(sql, { sessionId: input.sessionId, cumulativeSeconds: input.cumulativeSeconds, at: input.chargeAt });
-  const { ended } = await endSession(sql, { sessionId: input.sessionId, endedAt: input.endedAt, at: input.at });
-  return { ended };
 }

@@ -1,7 +1,7 @@
 import type { Sql } from '../db/index.js';
 import { recordEvent, recordEvents } from '../events/outbox.js';
 import { secondsToWholeMinutes } from '../domain/ledger.js';
-import { lockLessonOfSession } from './charge.js';
+import { lockLessonOfSession, recordMeteredTime } from './charge.js';
 import type { LessonMode } from '../domain/enums.js';
 import { saveMeterSnapshots, type MeterSnapshot } from './meters.js';
 
@@ -182,4 +182,18 @@ export async function endSession(
     }, input.at);
     return { ended: true, session };
   });
+}
+
+/**
+ * Ends a session after charging it up to its final total: charge first
+ * (a watermark, so a replay charges nothing), then end (idempotent, one
+ * lesson.ended). Safe to call from several nodes at once.
+ */
+export async function finishSession(
+  sql: Sql,
+  input: { sessionId: number; cumulativeSeconds: number; chargeAt: Date; endedAt: Date; at: Date },
+): Promise<{ ended: boolean }> {
+  await recordMeteredTime(sql, { sessionId: input.sessionId, cumulativeSeconds: input.cumulativeSeconds, at: input.chargeAt });
+  const { ended } = await endSession(sql, { sessionId: input.sessionId, endedAt: input.endedAt, at: input.at });
+  return { ended };
 }
