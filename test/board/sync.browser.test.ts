@@ -184,6 +184,53 @@ describe('the board in two browsers', () => {
     await b.context().close();
   }, 90_000);
 
+  it('takes the person who adds a page to it, and the keyboard draws and undoes there without a click on the canvas', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    const current = (pg: typeof a) => pg.locator('.page-tab[aria-current=page]').innerText();
+    await a.getByRole('button', { name: 'Add page' }).click(); // the focus stays on the + button
+    await a.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    await b.locator('[data-testid=page-tab-1]').waitFor();
+    expect(await current(b)).toBe('Page 1'); // the others stay where they are
+    // R for the rectangle tool, then a drag: on the new page
+    await a.keyboard.press('r');
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await a.mouse.move(box.x + 400, box.y + 300);
+    await a.mouse.down();
+    await a.mouse.move(box.x + 520, box.y + 380, { steps: 4 });
+    await a.mouse.up();
+    await showsExactly(a, 1);
+    const pages = (await s.snapshot(lesson.id)).pages.map((p) => p.id);
+    await expect.poll(async () => (await snapshotByPage(lesson.id)).get(pages[1])?.length, { timeout: 10_000 }).toBe(1);
+    expect((await snapshotByPage(lesson.id)).get(pages[0])).toEqual([]);
+    await goToPage(b, 1);
+    await showsExactly(b, 1);
+    await a.screenshot({ path: path.join(ARTIFACTS, 'sync-added-page-teacher.png') });
+    // after a click on the tab the canvas has no focus: Ctrl+Z still undoes
+    await a.locator('[data-testid=page-tab-1]').click();
+    await a.keyboard.press('Control+z');
+    await showsExactly(b, 0);
+    await expect.poll(async () => (await s.snapshot(lesson.id)).elements.length, { timeout: 10_000 }).toBe(0);
+    await a.keyboard.press('Control+Shift+z');
+    await showsExactly(b, 1);
+    // typing in a field is typing, not shortcuts: with the rectangle selected, no tool changes and nothing is deleted
+    await clickAt(a, [400, 340]);
+    await a.getByLabel('Message').click();
+    await a.keyboard.type('rod 2');
+    await a.keyboard.press('Backspace');
+    await a.keyboard.press('Delete');
+    await a.keyboard.press('Enter');
+    await b.getByTestId('chat').getByText('rod', { exact: true }).waitFor();
+    expect(await a.locator('[data-testid="toolbar-selection"]').isChecked()).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await shown(b)).toBe(1);
+    expect((await s.snapshot(lesson.id)).elements).toHaveLength(1);
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 90_000);
+
   it('shows a stroke to the other person while it is drawn, and stores it once, when the pen lifts', async () => {
     const { lesson, teacher, student } = await s.lesson();
     let ops = 0;

@@ -126,6 +126,9 @@ export function Board(props: {
           excalidrawAPI={(api) => (apiRef.current = api)}
           onChange={onChange as never}
           isCollaborating
+          // the editor's shortcuts (tools, Ctrl+Z, Delete) work after a click on a page tab or the side
+          // panel too, not only once the canvas has the focus; never while typing in a field (chat, dialogs)
+          handleKeyboardGlobally
           gridModeEnabled={setup.grid}
           UIOptions={{ tools: { image: false }, canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: true, clearCanvas: props.role === 'teacher', toggleTheme: true } }}
           initialData={{ appState: { currentItemRoughness: setup.roughness, currentItemStrokeWidth: 2, gridSize: 20, viewBackgroundColor: '#ffffff' } as never }}

@@ -107,6 +107,8 @@ export class BoardSync {
   /** others' strokes in progress, shown until their commit arrives */
   private live = new Map<string, { el: Freehand; at: number }>();
   private liveTimer: ReturnType<typeof setTimeout> | null = null;
+  /** a page I added, acknowledged: I am taken to it once the board has it (as in any editor with pages) */
+  private adding: string | null = null;
 
   constructor(private readonly host: SyncHost) {}
 
@@ -162,6 +164,8 @@ export class BoardSync {
     this.followPin();
     this.render(first);
     this.host.changed(this.view());
+    this.enterAdded();
+    this.adding = null; // a whole state: a page it does not have is not coming
     this.flush(); // what I drew offline, and what was in flight when the connection dropped
   }
 
@@ -196,6 +200,17 @@ export class BoardSync {
     // an element of mine that lost to a newer version now shows the server's
     if (sent && (seq === null || skipped.length)) this.render(false);
     this.host.changed(this.view());
+    if (sent?.op.type === 'page.add' && seq !== null) {
+      this.adding = sent.op.page.id;
+      this.enterAdded(); // or, after a gap, once the state asked for has it
+    }
+  }
+
+  private enterAdded(): void {
+    const id = this.adding;
+    if (!id || !this.board.pages.some((p) => p.id === id)) return;
+    this.adding = null;
+    this.goTo(id);
   }
 
   onReject(ref: string, message: string): void {
