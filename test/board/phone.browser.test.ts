@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { drawRect, goToPage } from './actions.js';
 import { PHONE, startPageStack } from './browser.js';
 
 /**
@@ -15,7 +16,38 @@ const rectOf = (page: Page, selector: string) => page.locator(selector).first().
 const within = (r: Rect, w: number, h: number) => r.x >= 0 && r.y >= 0 && r.x + r.width <= w + 0.5 && r.y + r.height <= h + 0.5;
 const overlap = (a: Rect, b: Rect) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
+/** Dark pixels the board's canvas shows (strokes are #1e1e1e; the generic board has no grid). */
+const ink = (page: Page) =>
+  page.evaluate(() => {
+    const c = document.querySelector<HTMLCanvasElement>('[data-testid=board] canvas.static')!;
+    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 80 && d[i + 1] < 80 && d[i + 2] < 80 && d[i + 3] > 200) n++;
+    return n;
+  });
+
 describe('the lesson page on a phone', () => {
+  it('shows a late joiner what was drawn beyond a phone screen, on each page it goes to', async () => {
+    const l = await stack.lesson('board_only', 'generic');
+    const teacher = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'));
+    // on a laptop, right of and below everything a phone shows
+    await drawRect(teacher, [650, 450], [200, 150]);
+    await teacher.getByRole('button', { name: 'Add page' }).click();
+    await teacher.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    await drawRect(teacher, [700, 120], [180, 100]);
+    await teacher.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 1);
+    const page = await stack.open(await l.url('s1', 'Boris', 'student'), PHONE);
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 1);
+    await expect.poll(() => ink(page), { timeout: 5_000 }).toBeGreaterThan(200);
+    await stack.shot(page, 'phone-late-joiner');
+    await goToPage(page, 1);
+    await expect.poll(() => ink(page), { timeout: 5_000 }).toBeGreaterThan(200);
+    await stack.shot(page, 'phone-late-joiner-page-2');
+    expect(page.errors).toEqual([]);
+    await page.context().close();
+    await teacher.context().close();
+  }, 120_000);
+
   it('has no sideways scroll, a readable chat, and the toolbar and subject tools within reach', async () => {
     const l = await stack.lesson('full', 'physics');
     const teacher = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'));

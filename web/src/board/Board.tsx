@@ -1,4 +1,4 @@
-import { CaptureUpdateAction, Excalidraw, restoreElements } from '@excalidraw/excalidraw';
+import { CaptureUpdateAction, Excalidraw, getCommonBounds, getVisibleSceneBounds, restoreElements } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import { useMemo, useRef, useState } from 'react';
 import type { BoardOp } from '../../../src/board/schema.js';
@@ -51,6 +51,20 @@ export function Board(props: {
           apiRef.current?.updateScene({ elements: elements as never, captureUpdate: CaptureUpdateAction.NEVER });
         },
         clearHistory: () => apiRef.current?.history.clear(),
+        // On a page shown anew (the first load, a page switch, a pin), a page none of whose elements is
+        // wholly in view (drawn on a bigger screen, or scrolled elsewhere) is centred at the person's own
+        // zoom: an empty-looking page is taken for a lost one. A page with something in view stays put.
+        reveal: () => {
+          const api = apiRef.current;
+          const els = api?.getSceneElements() ?? [];
+          if (!api || !els.length) return;
+          const [vx1, vy1, vx2, vy2] = getVisibleSceneBounds(api.getAppState() as never);
+          const inView = els.some((e) => {
+            const [x1, y1, x2, y2] = getCommonBounds([e]);
+            return x1 >= vx1 && y1 >= vy1 && x2 <= vx2 && y2 <= vy2;
+          });
+          if (!inView) api.scrollToContent(els, { animate: false });
+        },
         drawing: () => {
           const el = apiRef.current?.getAppState().newElement;
           return el && el.type === 'freedraw' ? el.id : null;

@@ -26,6 +26,8 @@ export interface SyncHost {
   setScene(elements: readonly (ExEl | Partial<ExEl>)[], fresh: Set<string>): void;
   /** forgets the local undo history (another page is shown: its entries would act on elements not in the scene) */
   clearHistory(): void;
+  /** a page was put in the scene anew: if nothing of it is in view, scroll to it */
+  reveal(): void;
   /** id of the freehand stroke the person is drawing right now, if any */
   drawing(): string | null;
   /** a clock in ms (stroke deltas and commits are paced by it) */
@@ -489,7 +491,10 @@ export class BoardSync {
     if (!changed) return;
     out.sort((a, b) => ((a.index ?? '') < (b.index ?? '') ? -1 : (a.index ?? '') > (b.index ?? '') ? 1 : a.id! < b.id! ? -1 : 1));
     this.host.setScene(out, fresh);
-    if (pageChanged) this.host.clearHistory();
+    if (pageChanged) {
+      this.host.clearHistory();
+      this.host.reveal();
+    }
     // whatever the editor did to them while taking them in is not a person's edit
     for (const ex of this.host.scene()) this.seen.set(ex.id, ex.version);
   }
