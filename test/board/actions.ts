@@ -52,3 +52,13 @@ export async function goToPage(page: Page, i: number) {
 
 /** Ids of the elements the page's editor shows on its current page, sorted. */
 export const shownIds = async (page: Page) => ((await page.locator('[data-testid=board]').getAttribute('data-ids')) ?? '').split(' ').filter(Boolean).sort();
+
+/** Dark pixels the board's canvas shows (strokes are #1e1e1e; the generic board has no grid): is a drawing in view? */
+export const ink = (page: Page) =>
+  page.evaluate(() => {
+    const c = document.querySelector<HTMLCanvasElement>('[data-testid=board] canvas.static')!;
+    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 80 && d[i + 1] < 80 && d[i + 2] < 80 && d[i + 3] > 200) n++;
+    return n;
+  });

@@ -7,6 +7,7 @@ import { issueLink } from '../../src/domain/links.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
+import { drawRect, ink } from './actions.js';
 import { startProxy } from './proxy.js';
 import { builtWeb, launchChromium } from './web.js';
 
@@ -153,6 +154,36 @@ describe('the participant page in Chromium, served by the gateway', () => {
     const snap = await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey });
     expect(snap.body.elements).toHaveLength(2);
     expect(await elementsOn(a)).toBe(2);
+    await a.context().close();
+    await b.context().close();
+  }, 90_000);
+
+  it('moves a person whose page was deleted while they were cut off to the first page, with none of it in their undo', async () => {
+    const { lesson, teacher, student } = await lessonWithLinks('board_only', 'generic');
+    const a = await open(teacher.url.replace(origin, `http://127.0.0.1:${gw.port}`)); // straight to the gateway: not cut
+    const b = await open(student.url);
+    await a.getByRole('button', { name: 'Add page' }).click();
+    await b.locator('[data-testid=page-tab-1]').click();
+    await b.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    await drawStroke(b, [400, 300], 160);
+    await waitElements(a, 1);
+    await b.setViewportSize({ width: 720, height: 640 }); // a small window: its board is about 400 px wide
+    proxy.cut(6000);
+    await b.locator('[data-testid=connection]:not([data-state=open])').waitFor();
+    await a.getByRole('button', { name: 'Delete page Page 2' }).click(); // the dialog is accepted
+    await drawRect(a, [700, 450], [160, 100]); // on Page 1, beyond the student's window
+    await expect.poll(async () => (await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey })).body.pages.length, { timeout: 5_000 }).toBe(1);
+    await b.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
+    await b.locator('[data-testid=page-tab-0][aria-current=page]').waitFor();
+    await waitElements(b, 1);
+    await expect.poll(() => ink(b), { timeout: 5_000 }).toBeGreaterThan(200); // brought into view, as on a page switch
+    // the stroke went with its page: neither undo nor redo brings it onto Page 1
+    await b.locator('[data-testid=page-tab-0]').click();
+    await b.keyboard.press('Control+z');
+    await b.keyboard.press('Control+Shift+z');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await elementsOn(b)).toBe(1);
+    expect((await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey })).body.elements).toHaveLength(1);
     await a.context().close();
     await b.context().close();
   }, 90_000);

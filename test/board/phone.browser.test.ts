@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { drawRect, goToPage } from './actions.js';
+import { drawRect, goToPage, ink } from './actions.js';
 import { PHONE, startPageStack } from './browser.js';
 
 /**
@@ -15,16 +15,6 @@ type Rect = { x: number; y: number; width: number; height: number };
 const rectOf = (page: Page, selector: string) => page.locator(selector).first().boundingBox() as Promise<Rect>;
 const within = (r: Rect, w: number, h: number) => r.x >= 0 && r.y >= 0 && r.x + r.width <= w + 0.5 && r.y + r.height <= h + 0.5;
 const overlap = (a: Rect, b: Rect) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
-
-/** Dark pixels the board's canvas shows (strokes are #1e1e1e; the generic board has no grid). */
-const ink = (page: Page) =>
-  page.evaluate(() => {
-    const c = document.querySelector<HTMLCanvasElement>('[data-testid=board] canvas.static')!;
-    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) if (d[i] < 80 && d[i + 1] < 80 && d[i + 2] < 80 && d[i + 3] > 200) n++;
-    return n;
-  });
 
 describe('the lesson page on a phone', () => {
   it('shows a late joiner what was drawn beyond a phone screen, on each page it goes to', async () => {

@@ -162,9 +162,11 @@ export class BoardSync {
     this.board.pinned_page_id = msg.pinned_page_id;
     const first = !this.loaded;
     this.loaded = true;
+    const page = this.page;
     if (!this.board.pages.some((p) => p.id === this.page)) this.page = this.board.pages[0].id;
     this.followPin();
-    this.render(first);
+    // another page than before (mine was deleted, or a pin moved me, while I was away): as a page switch
+    this.render(first || page !== this.page);
     this.host.changed(this.view());
     this.enterAdded();
     this.adding = null; // a whole state: a page it does not have is not coming
