@@ -188,6 +188,43 @@ describe('the participant page in Chromium, served by the gateway', () => {
     await b.context().close();
   }, 90_000);
 
+  it("lets a teacher clear the page shown, and only it, for everyone, as one step of their undo", async () => {
+    const { lesson, teacher, student } = await lessonWithLinks('board_only', 'generic');
+    const a = await open(teacher.url);
+    const b = await open(student.url);
+    const snapshot = async () => (await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey })).body as { pages: { id: string }[]; elements: { page_id: string }[] };
+    await drawStroke(a, [300, 300], 200);
+    await a.getByRole('button', { name: 'Add page' }).click();
+    await a.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    await drawStroke(a, [300, 300], 200);
+    await drawStroke(a, [300, 450], 200);
+    await expect.poll(async () => (await snapshot()).elements.length, { timeout: 10_000 }).toBe(3);
+    await b.locator('[data-testid=page-tab-1]').click();
+    await waitElements(b, 2);
+    // a student has no such item
+    await b.getByTestId('main-menu-trigger').click();
+    await b.getByText('Export image').waitFor();
+    expect(await b.getByText('Clear this page').count()).toBe(0);
+    expect(await b.getByText('Reset the canvas').count()).toBe(0);
+    await b.keyboard.press('Escape');
+    // the teacher's, naming the page
+    const asked: string[] = [];
+    a.on('dialog', (d) => void asked.push(d.message()));
+    await a.getByTestId('main-menu-trigger').click();
+    await a.screenshot({ path: path.join(ARTIFACTS, 'clear-page-menu.png') });
+    await a.getByText('Clear this page').click();
+    await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 0);
+    expect(asked[0]).toContain('"Page 2"');
+    const [page1, page2] = (await snapshot()).pages.map((pg) => pg.id);
+    expect((await snapshot()).elements.map((e) => e.page_id)).toEqual([page1]); // the other page keeps its stroke
+    await a.screenshot({ path: path.join(ARTIFACTS, 'cleared-page-teacher.png') });
+    await a.keyboard.press('Control+z');
+    await waitElements(b, 2);
+    await expect.poll(async () => (await snapshot()).elements.filter((e) => e.page_id === page2).length, { timeout: 10_000 }).toBe(2);
+    await a.context().close();
+    await b.context().close();
+  }, 90_000);
+
   it('moves the student to the page the teacher pins and keeps them there until it is unpinned', async () => {
     const { teacher, student } = await lessonWithLinks('board_only', 'generic');
     const a = await open(teacher.url);

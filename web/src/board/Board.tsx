@@ -1,4 +1,4 @@
-import { CaptureUpdateAction, Excalidraw, getCommonBounds, getVisibleSceneBounds, restoreElements } from '@excalidraw/excalidraw';
+import { CaptureUpdateAction, Excalidraw, getCommonBounds, getVisibleSceneBounds, newElementWith, restoreElements } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import { useMemo, useRef, useState } from 'react';
 import type { BoardOp } from '../../../src/board/schema.js';
@@ -120,6 +120,14 @@ export function Board(props: {
   };
 
   const submit = (op: BoardOp) => sync.submit(op);
+  /** The teacher's "Clear this page": every element of the page shown deleted, as one step of their undo. */
+  const clearPage = () => {
+    const api = apiRef.current;
+    const name = view?.pages.find((p) => p.id === view.page)?.name ?? 'this page';
+    if (!api || !window.confirm(`Clear everything on "${name}" for everyone? The other pages stay. Undo (Ctrl+Z) brings it back.`)) return;
+    const elements = api.getSceneElementsIncludingDeleted().map((e) => (e.isDeleted ? e : newElementWith(e, { isDeleted: true })));
+    api.updateScene({ elements, captureUpdate: CaptureUpdateAction.IMMEDIATELY });
+  };
   // what the editor shows, for people's tests and the browser tests (ids, not content)
   const live = useMemo(() => sceneEls.filter((e) => !e.isDeleted), [sceneEls]);
   const pinnedForMe = !!view?.pinned && props.role === 'student';
@@ -144,11 +152,11 @@ export function Board(props: {
           // panel too, not only once the canvas has the focus; never while typing in a field (chat, dialogs)
           handleKeyboardGlobally
           gridModeEnabled={setup.grid}
-          UIOptions={{ tools: { image: false }, canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: true, clearCanvas: props.role === 'teacher', toggleTheme: true } }}
+          UIOptions={{ tools: { image: false }, canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: true, clearCanvas: false, toggleTheme: true } }}
           initialData={{ appState: { currentItemRoughness: setup.roughness, currentItemStrokeWidth: 2, gridSize: 20, viewBackgroundColor: '#ffffff' } as never }}
           renderTopRightUI={(isMobile) => <SubjectTools subject={props.subject} api={apiRef} compact={isMobile} />}
         >
-          <BoardMenu />
+          <BoardMenu clearPage={props.role === 'teacher' ? clearPage : undefined} />
         </Excalidraw>
         <Overlays elements={sceneEls} view={viewport} />
         {/* Until the board is here nothing can be drawn: the editor's own start-up replaces its scene

@@ -4,6 +4,7 @@ const svg = (d: string, props: { title?: string; className?: string }) => (
     {d.split('|').map((p) => <path key={p} d={p} />)}
   </svg>
 );
+export const TrashIcon = (p: { title?: string }) => svg('M3 6h18|M8 6V4h8v2|M19 6l-1 14H6L5 6|M10 11v6|M14 11v6', p);
 export const PinIcon = (p: { title?: string }) => svg('M12 17v5|M9 10.8V4h6v6.8l3 3.2v2H6v-2z|M8 4h8', p);
 export const MicIcon = (p: { title?: string; className?: string }) => svg('M12 2a3 3 0 0 0-3 3v7a3 3 0 0 0 6 0V5a3 3 0 0 0-3-3z|M19 10v2a7 7 0 0 1-14 0v-2|M12 19v3', p);
 export const CameraIcon = (p: { title?: string; className?: string }) => svg('M23 7l-7 5 7 5z|M3 5h11a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H3a2 2 0 0 1-2-2V7a2 2 0 0 1 2-2z', p);
