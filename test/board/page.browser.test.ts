@@ -147,12 +147,16 @@ describe('the participant page in Chromium, served by the gateway', () => {
     await a.locator('[data-testid=connection]:not([data-state=open])').waitFor();
     await drawStroke(a, [350, 450], 250); // drawn while disconnected
     expect(await a.locator('[data-testid=connection]').getAttribute('data-state')).not.toBe('open');
+    // a page cannot be added meanwhile, and the page says so instead of doing nothing
+    await a.getByRole('button', { name: 'Add page' }).click();
+    await a.locator('.toast', { hasText: 'Not connected' }).waitFor();
     expect(await elementsOn(b)).toBe(1);
     await a.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
     await b.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 20_000 });
     await waitElements(b, 2);
     const snap = await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey });
     expect(snap.body.elements).toHaveLength(2);
+    expect(snap.body.pages).toHaveLength(1); // nothing added behind the person's back after the reconnect
     expect(await elementsOn(a)).toBe(2);
     await a.context().close();
     await b.context().close();

@@ -361,6 +361,9 @@ export class BoardSync {
     const ref = nextRef();
     if (!this.host.send({ type: 'board.op', ref, op })) {
       for (const c of changes) this.requeue(c);
+      // drawing is kept and sent after the reconnect; a page operation is not (it could land on a board
+      // changed meanwhile): say so rather than let the click do nothing
+      if (!changes.length) this.host.notify('Not connected: the board is reconnecting. Try again in a moment.');
       return;
     }
     this.inflight.set(ref, { op, changes });
