@@ -103,6 +103,9 @@ export async function ensureSessionsStarted(
     const raise = [...wanted.values()]
       .filter((w) => w.people > (runningByLesson.get(w.first.lessonId)?.people_max ?? Infinity))
       .map((w) => [w.first.lessonId, w.people] as const);
+    // Running sessions are locked in id order, as a batch charge locks them, before the UPDATE takes
+    // them in whatever order its join gives: a charge of the same sessions deadlocked with it.
+    const raiseIds = raise.map(([l]) => runningByLesson.get(l)!.id).sort((a, b) => a - b);
     const [created] = await Promise.all([
       toStart.length === 0
         ? Promise.resolve([] as Session[])
@@ -121,10 +124,12 @@ export async function ensureSessionsStarted(
             WHERE l.id = x.id`,
       raise.length === 0
         ? Promise.resolve()
-        : tx`
+        : tx`SELECT 1 FROM sessions WHERE id = ANY(${raiseIds}::bigint[]) ORDER BY id FOR NO KEY UPDATE`.then(
+            () => tx`
             UPDATE sessions s SET people_max = x.p
             FROM unnest(${raise.map(([l]) => runningByLesson.get(l)!.id)}::bigint[], ${raise.map(([, p]) => p)}::int[]) AS x(id, p)
             WHERE s.id = x.id AND s.people_max < x.p`,
+          ),
     ]);
     for (const [lessonId, p] of raise) runningByLesson.get(lessonId)!.people_max = p;
     const createdByLesson = new Map(created.map((s) => [s.lesson_id, s]));

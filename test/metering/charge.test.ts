@@ -174,7 +174,8 @@ describe('concurrency', () => {
     expect(await balanceOf(sql, partner.id)).toBe(60_000 - 12 * 70);
   });
 
-  it('charges, ends and starts of the same lessons run together without deadlocks, every second once', async () => {
+  // repeated: the deadlock it found (a start raising people_max against a charge) came about once in 40 under load
+  it('charges, ends and starts of the same lessons run together without deadlocks, every second once', { repeats: 20 }, async () => {
     const { partner } = await partnerFactory(sql, { minutes: 1000 });
     const lessons = await Promise.all(Array.from({ length: 10 }, () => lessonFactory(sql, partner)));
     const started = await Promise.all(lessons.map((l) => ensureSessionStarted(sql, { lessonId: l.id, at: T0, people: 2 })));
