@@ -20,28 +20,55 @@ interface Raw {
   open: boolean;
 }
 
-/** One request written by hand on a fresh socket; resolves the parsed answer (never a dropped connection). */
+/**
+ * One request written by hand on a fresh socket; resolves the parsed answer (never a dropped
+ * connection) once it is whole (its headers, and its Content-Length of body unless HEAD; an
+ * upgrade's first frame), after
+ * a further 100 ms that would show the socket closed; rejects when no whole answer came in 5 s.
+ * (It used to read whatever had come after a fixed 300 ms: a 1.5 MB asset served while the
+ * machine was busy had not.)
+ */
 function raw(method: string, path: string, headers = ''): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const s = net.connect(gw.port, '127.0.0.1');
     let got = Buffer.alloc(0);
     let closed = false;
+    let settling: ReturnType<typeof setTimeout> | undefined;
     if (process.env.DEBUG_RAW) console.error('RAW', method, path, JSON.stringify(headers));
-    s.on('connect', () => s.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}\r\n`));
-    s.on('data', (d) => (got = Buffer.concat([got, d])));
-    s.on('close', () => (closed = true));
-    s.on('error', reject);
-    const done = () => {
+    const parse = () => {
       const text = got.toString('latin1');
       const end = text.indexOf('\r\n\r\n');
-      if (end < 0) return reject(new Error(`no answer to ${method} ${path} (connection ${closed ? 'dropped' : 'silent'})`));
+      if (end < 0) return undefined;
       const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
       const h: Record<string, string> = {};
       for (const l of lines) h[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
-      resolve({ status: Number(statusLine.split(' ')[1]), headers: h, body: got.subarray(Buffer.byteLength(text.slice(0, end + 4), 'latin1')).toString('utf8'), open: !closed });
-      s.destroy();
+      const body = got.subarray(end + 4);
+      const status = Number(statusLine.split(' ')[1]);
+      // an upgrade's body is the socket's first frames: whole once the first has come
+      const whole = method === 'HEAD' || (status === 101 ? body.length > 0 : h['content-length'] !== undefined ? body.length >= Number(h['content-length']) : closed);
+      return whole ? { status, headers: h, body: body.toString('utf8') } : undefined;
     };
-    setTimeout(done, 300);
+    const finish = () => {
+      clearTimeout(deadline);
+      const answer = parse();
+      s.destroy();
+      if (answer) resolve({ ...answer, open: !closed });
+      else reject(new Error(`no answer to ${method} ${path} (connection ${closed ? 'dropped' : 'silent'})`));
+    };
+    const check = () => {
+      if (!settling && parse()) settling = setTimeout(finish, 100);
+    };
+    s.on('connect', () => s.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}\r\n`));
+    s.on('data', (d) => {
+      got = Buffer.concat([got, d]);
+      check();
+    });
+    s.on('close', () => {
+      closed = true;
+      check();
+    });
+    s.on('error', reject);
+    const deadline = setTimeout(finish, 5000);
   });
 }
 
