@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LAPTOP, startPageStack, type Watched } from './browser.js';
+import { LAPTOP, PHONE, startPageStack, type Watched } from './browser.js';
 
 /**
  * The page never leads a participant, or their entry token, off our origin
@@ -160,6 +160,39 @@ describe('small things people notice (issue 12, point 9)', () => {
     await a.context().close();
     await b.context().close();
   }, 60_000);
+
+  it('keeps + and the pin on screen however many pages there are, the current tab in view, on a laptop and a phone', async () => {
+    const l = await stack.lesson('board_only', 'generic');
+    const url = await l.url('t1', 'Anna Petrova', 'teacher');
+    const a = await stack.open(url);
+    for (let i = 1; i <= 13; i++) {
+      await a.getByRole('button', { name: 'Add page' }).click();
+      await a.locator(`[data-testid=page-tab-${i}][aria-current=page]`).waitFor();
+    }
+    /** on screen and the topmost thing at its middle: a person can see it and click it */
+    const reachable = (page: Watched, selector: string) =>
+      page.evaluate((sel) => {
+        const el = document.querySelector(sel);
+        if (!el) return false;
+        const r = el.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+        return r.width > 0 && r.left >= 0 && r.right <= innerWidth && !!hit && el.contains(hit);
+      }, selector);
+    for (const sel of ['.page-add', '[data-testid=pin]', '.page-tab[aria-current=page]']) expect(await reachable(a, sel), `laptop: ${sel}`).toBe(true);
+    await stack.shot(a, 'pages-many-laptop');
+    // the same teacher on a phone: adds one more there, and is shown its tab
+    const phone = await stack.open(url, PHONE);
+    await phone.locator('[data-testid=page-tab-13]').waitFor({ state: 'attached' });
+    expect(await reachable(phone, '[data-testid=pin]'), 'phone: the pin').toBe(true);
+    expect(await reachable(phone, '.page-add'), 'phone: +').toBe(true);
+    await phone.locator('.page-add').tap();
+    await phone.locator('[data-testid=page-tab-14][aria-current=page]').waitFor();
+    await expect.poll(() => reachable(phone, '.page-tab[aria-current=page]'), { timeout: 3_000 }).toBe(true);
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await stack.shot(phone, 'pages-many-phone');
+    await a.context().close();
+    await phone.context().close();
+  }, 90_000);
 
   it('lets a teacher delete a page with the keyboard alone', async () => {
     const l = await stack.lesson('board_only', 'generic');
