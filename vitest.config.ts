@@ -20,27 +20,48 @@ export const CLUSTER_SUITES = [
   'test/**/*.cluster.test.ts',
 ];
 
+/**
+ * The files that judge how quickly something else still answers while a node is under attack
+ * (a render bomb; a student's flood against the teacher's pings): a Chromium test in the other
+ * worker would be judged with them. They run after the rest, one at a time (the `alone` project).
+ */
+export const ALONE = ['test/board/renderBomb.test.ts', 'test/realtime/limitsAttack.test.ts'];
+
+/**
+ * Two test files at a time, whatever the core count (vitest's default is one fewer than the cores:
+ * a single file at a time on the 2-core machines we run on). The files mostly wait on real
+ * processes, sockets and timers, not on the CPU: the suite keeps under one core busy with two at a
+ * time and takes about 300 s instead of 540 s here. Each file has its own database and Redis key
+ * prefix or server. Projects of one `groupOrder` run together; `alone` comes after them.
+ */
+const together = { maxWorkers: 2, sequence: { groupOrder: 0 } } as const;
+
 export default defineConfig({
   test: {
-    // Two test files at a time, whatever the core count (vitest's default is one fewer
-    // than the cores: a single file at a time on the 2-core machines we run on). The
-    // files mostly wait on real processes, sockets and timers, not on the CPU: the
-    // suite keeps under one core busy with two at a time and takes about 300 s instead
-    // of 540 s here. Each file has its own database and Redis key prefix or server.
-    maxWorkers: 2,
     reporters: ['default', './test/reporters/summary.ts'],
     projects: [
       {
-        test: { ...shared, name: 'default', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/**/*.cluster.test.ts'], globalSetup: ['test/globalSetup.ts'] },
+        test: {
+          ...shared,
+          ...together,
+          name: 'default',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, 'test/**/*.cluster.test.ts', ...ALONE],
+          globalSetup: ['test/globalSetup.ts'],
+        },
       },
       {
         test: {
           ...shared,
+          ...together,
           name: 'redis-cluster',
           include: CLUSTER_SUITES,
           globalSetup: ['test/globalSetup.ts', 'test/globalSetup.cluster.ts'],
           env: { TEST_REDIS: 'cluster' },
         },
+      },
+      {
+        test: { ...shared, maxWorkers: 1, sequence: { groupOrder: 1 }, name: 'alone', include: ALONE, globalSetup: ['test/globalSetup.ts'] },
       },
     ],
   },
