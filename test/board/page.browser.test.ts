@@ -7,7 +7,7 @@ import { issueLink } from '../../src/domain/links.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
-import { drawRect, ink } from './actions.js';
+import { drawRect, ink, showsExactly } from './actions.js';
 import { startProxy } from './proxy.js';
 import { builtWeb, launchChromium } from './web.js';
 
@@ -92,6 +92,9 @@ describe('the participant page in Chromium, served by the gateway', () => {
   const elementsOn = async (page: Page) => Number(await page.locator('[data-testid=board]').getAttribute('data-elements'));
   const waitElements = (page: Page, n: number) =>
     page.waitForFunction((k) => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) >= k, n, { timeout: 15_000 });
+  /** The partner's view of a lesson's board: GET /snapshot. */
+  const snapshotOf = async (lessonId: string) =>
+    (await api.request('GET', `/lessons/${lessonId}/snapshot`, { key: p.apiKey })).body as { pages: { id: string }[]; elements: { page_id: string }[] };
 
   it('shows a stroke drawn in one page in the other, stores it, and the snapshot and preview show it', async () => {
     const { lesson, teacher, student } = await lessonWithLinks('board_only', 'math');
@@ -176,7 +179,7 @@ describe('the participant page in Chromium, served by the gateway', () => {
     await b.locator('[data-testid=connection]:not([data-state=open])').waitFor();
     await a.getByRole('button', { name: 'Delete page Page 2' }).click(); // the dialog is accepted
     await drawRect(a, [700, 450], [160, 100]); // on Page 1, beyond the student's window
-    await expect.poll(async () => (await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey })).body.pages.length, { timeout: 5_000 }).toBe(1);
+    await expect.poll(async () => (await snapshotOf(lesson.id)).pages.length, { timeout: 5_000 }).toBe(1);
     await b.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
     await b.locator('[data-testid=page-tab-0][aria-current=page]').waitFor();
     await waitElements(b, 1);
@@ -187,7 +190,7 @@ describe('the participant page in Chromium, served by the gateway', () => {
     await b.keyboard.press('Control+Shift+z');
     await new Promise((r) => setTimeout(r, 500));
     expect(await elementsOn(b)).toBe(1);
-    expect((await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey })).body.elements).toHaveLength(1);
+    expect((await snapshotOf(lesson.id)).elements).toHaveLength(1);
     await a.context().close();
     await b.context().close();
   }, 90_000);
@@ -196,7 +199,7 @@ describe('the participant page in Chromium, served by the gateway', () => {
     const { lesson, teacher, student } = await lessonWithLinks('board_only', 'generic');
     const a = await open(teacher.url);
     const b = await open(student.url);
-    const snapshot = async () => (await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey })).body as { pages: { id: string }[]; elements: { page_id: string }[] };
+    const snapshot = () => snapshotOf(lesson.id);
     await drawStroke(a, [300, 300], 200);
     await a.getByRole('button', { name: 'Add page' }).click();
     await a.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
@@ -217,7 +220,7 @@ describe('the participant page in Chromium, served by the gateway', () => {
     await a.getByTestId('main-menu-trigger').click();
     await a.screenshot({ path: path.join(ARTIFACTS, 'clear-page-menu.png') });
     await a.getByText('Clear this page').click();
-    await b.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 0);
+    await showsExactly(b, 0);
     expect(asked[0]).toContain('"Page 2"');
     const [page1, page2] = (await snapshot()).pages.map((pg) => pg.id);
     expect((await snapshot()).elements.map((e) => e.page_id)).toEqual([page1]); // the other page keeps its stroke

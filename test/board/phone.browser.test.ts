@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { drawRect, goToPage, ink } from './actions.js';
+import { drawRect, goToPage, ink, showsExactly } from './actions.js';
 import { PHONE, startPageStack } from './browser.js';
 
 /**
@@ -25,9 +25,9 @@ describe('the lesson page on a phone', () => {
     await teacher.getByRole('button', { name: 'Add page' }).click();
     await teacher.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
     await drawRect(teacher, [700, 120], [180, 100]);
-    await teacher.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 1);
+    await showsExactly(teacher, 1);
     const page = await stack.open(await l.url('s1', 'Boris', 'student'), PHONE);
-    await page.waitForFunction(() => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-elements')) === 1);
+    await showsExactly(page, 1);
     await expect.poll(() => ink(page), { timeout: 5_000 }).toBeGreaterThan(200);
     await stack.shot(page, 'phone-late-joiner');
     await goToPage(page, 1);

@@ -23,10 +23,9 @@ interface Raw {
 /**
  * One request written by hand on a fresh socket; resolves the parsed answer (never a dropped
  * connection) once it is whole (its headers, and its Content-Length of body unless HEAD; an
- * upgrade's first frame), after
- * a further 100 ms that would show the socket closed; rejects when no whole answer came in 5 s.
- * (It used to read whatever had come after a fixed 300 ms: a 1.5 MB asset served while the
- * machine was busy had not.)
+ * upgrade's first frame), after a further 100 ms that would show the socket closed; rejects
+ * when no whole answer came in 5 s. (It used to read whatever had come after a fixed 300 ms:
+ * a 1.5 MB asset served while the machine was busy had not.)
  */
 function raw(method: string, path: string, headers = ''): Promise<Raw> {
   return new Promise((resolve, reject) => {
