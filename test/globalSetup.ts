@@ -35,7 +35,7 @@ export default async function setup(project: TestProject) {
     admin.pathname = '/postgres';
     const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
     // the run's database and every database a test file made from its name
-    // (test/realtime/helpers/isolation.ts), even if that file's own afterAll never ran
+    // (test/helpers/isolation.ts), even if that file's own afterAll never ran
     const dbs = await sql<{ datname: string }[]>`
       SELECT datname FROM pg_database WHERE datname = ${`lessons_test_${run}`} OR datname LIKE ${`lessons_test_${run}\_%`}`;
     for (const { datname } of dbs) await sql.unsafe(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);

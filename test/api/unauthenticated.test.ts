@@ -1,13 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiApp } from '../../src/api/app.js';
 import { AuthCache } from '../../src/api/authCache.js';
 import { runAdmin } from '../../src/cli/admin.js';
 import { generateApiKey } from '../../src/domain/apiKeys.js';
 import { fileDeps, ManualClock } from '../helpers/deps.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 
 /**
  * Issue 14, point 3: requests without a valid key are cheap (unknown keys are
@@ -15,13 +16,16 @@ import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
  * client address (429 with Retry-After past RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE),
  * and the address is taken from X-Forwarded-For only as far as TRUST_PROXY_HOPS
  * says. A real API (Koa, Postgres, Redis) on a loopback port; the AuthCache is
- * built here only to read how many lookups it sent to Postgres.
+ * built here only to read how many lookups it sent to Postgres. Each app has a
+ * database of its own: a key created by a test file running beside this one
+ * would notify `auth_changed` and make the cache look up again, which is right
+ * but not what these tests count.
  */
 const LIMIT = 50;
 
 async function startApp(env: Record<string, string>) {
   const clock = new ManualClock(Date.now());
-  const deps = fileDeps({ clock, env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: String(LIMIT), ...env } });
+  const deps = fileDeps({ clock, env: { ...(await isolatedEnv()), RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: String(LIMIT), ...env } });
   const cache = new AuthCache(deps);
   await cache.start();
   const server = createApiApp(deps, cache).listen(0, '127.0.0.1');
@@ -160,7 +164,7 @@ describe('unauthenticated traffic behind one trusted proxy (TRUST_PROXY_HOPS=1)'
 });
 
 describe('unauthenticated traffic without a proxy (TRUST_PROXY_HOPS=0, the default)', async () => {
-  const api = await startApp({ TRUST_PROXY_HOPS: '0', REDIS_KEY_PREFIX: `${inject('redisPrefix')}direct:` });
+  const api = await startApp({ TRUST_PROXY_HOPS: '0' });
 
   it('ignores X-Forwarded-For: the TCP peer is the address', async () => {
     const results = await Promise.all(Array.from({ length: LIMIT + 10 }, () => api.get(null, address())));

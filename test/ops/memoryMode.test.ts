@@ -5,7 +5,7 @@ import { makeDeps } from '../helpers/deps.js';
 import { eventually } from '../helpers/wait.js';
 import { join } from '../realtime/helpers/client.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
-import { isolatedEnv } from '../realtime/helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { spawnGateway } from '../realtime/helpers/processes.js';
 
 /**

@@ -4,7 +4,7 @@ import { renewMs } from '../../src/metering/rules.js';
 import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { startTestGateway } from './helpers/gateway.js';
-import { isolatedEnv } from './helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 
 /**
  * Issue 13 point 4, presence side: a dead node's people are billed until its

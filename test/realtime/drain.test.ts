@@ -7,7 +7,7 @@ import { eventsOf } from '../helpers/lessons.js';
 import { eventually } from '../helpers/wait.js';
 import { join, type TestClient } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
-import { isolatedEnv } from './helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { startTestGateway } from './helpers/gateway.js';
 import { spawnGateway } from './helpers/processes.js';
 import { DRAIN_PACE_MS } from '../../realtime/Gateway.js';

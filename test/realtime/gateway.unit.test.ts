@@ -17,7 +17,7 @@ import { gatewayTiming } from '../../realtime/timing.js';
 import { makeDeps, ManualClock } from '../helpers/deps.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
-import { isolatedEnv } from './helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 
 /**
  * The gateway core without uWS: plain socket objects, a clock the test

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { makeDeps } from '../helpers/deps.js';
 import { join } from './helpers/client.js';
 import { lessonWithLinks } from './helpers/fixtures.js';
-import { isolatedEnv } from './helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { spawnGateway } from './helpers/processes.js';
 
 /**

@@ -4,7 +4,7 @@ import { makeDeps } from '../helpers/deps.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
-import { isolatedEnv } from './helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { eventually } from '../helpers/wait.js';
 import { spawnGateway } from './helpers/processes.js';
 

@@ -4,7 +4,7 @@ import { eventsOf } from '../helpers/lessons.js';
 import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { isolatedEnv } from './helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { eventually } from '../helpers/wait.js';
 import { spawnRedis } from './helpers/processes.js';
 

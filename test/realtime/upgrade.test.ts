@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { fileDeps } from '../helpers/deps.js';
 import { TestClient } from './helpers/client.js';
 import { lessonWithLinks } from './helpers/fixtures.js';
-import { isolatedEnv } from './helpers/isolation.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { spawnGateway } from './helpers/processes.js';
 
 // A real gateway process (the production entry point): a crash shows as its

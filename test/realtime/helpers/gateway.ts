@@ -2,7 +2,7 @@ import { afterAll } from 'vitest';
 import type { Clock } from '../../../src/lib/clock.js';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../../realtime/index.js';
 import { makeDeps } from '../../helpers/deps.js';
-import { isolatedEnv } from './isolation.js';
+import { isolatedEnv } from '../../helpers/isolation.js';
 
 export type TestGateway = RunningGateway & {
   /** the environment of this node (DATABASE_URL, REDIS_KEY_PREFIX): pass it to another node or an API */
@@ -19,7 +19,7 @@ export type TestGateway = RunningGateway & {
 /**
  * A real uWS gateway on a free loopback port with real Postgres and Redis;
  * closed after the file. Without `env.DATABASE_URL` it gets a database and a
- * Redis prefix of its own (helpers/isolation.ts); nodes of one test share them
+ * Redis prefix of its own (test/helpers/isolation.ts); nodes of one test share them
  * by passing the same env.
  */
 export async function startTestGateway(opts: { env?: Record<string, string>; clock?: Clock; options?: GatewayOptions } = {}): Promise<TestGateway> {

@@ -1,10 +1,11 @@
 import { afterAll, inject } from 'vitest';
 import postgres from 'postgres';
-import { migrate } from '../../../src/db/migrate.js';
-import { randomBase62 } from '../../../src/lib/crypto.js';
+import { migrate } from '../../src/db/migrate.js';
+import { randomBase62 } from '../../src/lib/crypto.js';
 
 /**
- * A database and a Redis key prefix of their own for a gateway test file.
+ * A database and a Redis key prefix of their own for a test file that cannot
+ * share the run's.
  *
  * Every gateway node sweeps the whole database (idle ends, orphans, archived
  * lessons): that is right in production, where one deployment owns its
@@ -12,6 +13,11 @@ import { randomBase62 } from '../../../src/lib/crypto.js';
  * test files leave running on purpose. So gateway tests get their own
  * database (dropped after the file) and their own key prefix (removed by the
  * global teardown, which deletes everything under the run's prefix).
+ *
+ * Files that count what one process did are the other case: test files run
+ * two at a time, and every key another file creates in the shared database
+ * notifies `auth_changed`, which (rightly) makes an API process forget what it
+ * remembered and look up again (test/api/unauthenticated.test.ts).
  */
 export async function isolatedEnv(): Promise<Record<string, string>> {
   const base = new URL(inject('databaseUrl'));
