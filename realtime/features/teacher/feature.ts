@@ -38,7 +38,10 @@ function teacherMay(conn: ClientConnection, type: string, target: string): boole
  *   turn it on again (the gateway never turns anyone's microphone on).
  * - `teacher.remove`: stored in Postgres first, then the person's sockets
  *   close with 4403 on every node; their links issued until then are refused
- *   at the upgrade (403) and at /embed (the "removed" page).
+ *   at the upgrade (403) and at /embed (the "removed" page). The close goes
+ *   over the bus (at once) and, since a bus message can be lost, every node
+ *   also closes the person's sockets here when Postgres's notification of the
+ *   removal arrives (`closeRemoved`).
  *
  * A teacher may mute students (not other teachers) and remove any other
  * participant (the spec: "remove participants").
@@ -46,6 +49,19 @@ function teacherMay(conn: ClientConnection, type: string, target: string): boole
 export function teacherFeature(deps: Deps, media: MediaStates, removals: Removals): GatewayFeature {
   const log = deps.log.child({ component: 'teacher' });
   let gw: GatewayApi | undefined;
+
+  /** A removal heard from Postgres: this node's sockets of the person whose links it covers close with 4403. */
+  const closeRemoved = (lessonId: string, personId: string): void => {
+    const conns = gw?.localPerson(lessonId, personId)?.conns;
+    if (!conns?.length) return;
+    for (const conn of [...conns])
+      removals.isRemoved(conn.link, true).then(
+        (removed) => {
+          if (removed) conn.close('forbidden');
+        },
+        (err) => log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'removal check failed: the socket closes by the bus, or when the LISTEN connection reconnects'),
+      );
+  };
 
   const mute = (kind: 'teacher.mute' | 'teacher.unmute') =>
     defineMessage({
@@ -88,7 +104,7 @@ export function teacherFeature(deps: Deps, media: MediaStates, removals: Removal
     attach(gateway) {
       gw = gateway;
     },
-    start: () => removals.start(),
+    start: () => removals.start(closeRemoved),
     close: () => removals.stop(),
     async admit(link) {
       // a removal this node heard over the bus (the sockets' close) before Postgres's notification: checked exactly

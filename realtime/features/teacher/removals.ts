@@ -28,6 +28,13 @@ const RELEVANT_MARGIN_MS = 5 * 60_000;
  * back) gets the exact check (their link issued at or before the removal?).
  * A removal heard over the bus first (the lesson's `heardClose`) is checked
  * exactly whatever the set says (`rumoured`).
+ *
+ * The bus is also the fast way a removed person's sockets on other nodes
+ * close, and it is at most once: a node whose subscriber was reconnecting
+ * would keep the person present, and the lesson metered. So every removal this
+ * node hears from Postgres (the notification, or the set read again after a
+ * reconnect) is handed to `onHeard` as well, and the teacher feature closes the
+ * person's sockets here whose links it covers.
  */
 export class Removals {
   /** lesson -> removed person (public id) -> when this node learnt of the removal, or its time if read (ms) */
@@ -54,20 +61,30 @@ export class Removals {
     this.clock = deps.clock;
   }
 
-  /** Hears removals from now on; reads the set again on each (re)connect of the LISTEN connection. */
-  async start(): Promise<void> {
+  /**
+   * Hears removals from now on; reads the set again on each (re)connect of the LISTEN connection.
+   * `onHeard` gets every removal heard from Postgres: each notification, and each removal in a set
+   * read again after a reconnect (one may have been missed while the connection was down).
+   */
+  async start(onHeard?: (lessonId: string, personId: string) => void): Promise<void> {
     const req = await listenSurely(
       this.sql,
       PARTICIPANT_REMOVED_CHANNEL,
       (payload) => {
         try {
           const n = JSON.parse(payload) as { lesson_id?: unknown; person_id?: unknown };
-          if (typeof n.lesson_id === 'string' && typeof n.person_id === 'string') this.heard(n.lesson_id, n.person_id);
+          if (typeof n.lesson_id === 'string' && typeof n.person_id === 'string') {
+            this.heard(n.lesson_id, n.person_id);
+            onHeard?.(n.lesson_id, n.person_id);
+          }
         } catch {
           // not ours to crash on: a malformed notice is a missed one, and the exact check stays right for the rumoured
         }
       },
-      () => this.read(),
+      () =>
+        this.read().then(() => {
+          if (onHeard) for (const [lessonId, people] of this.removed) for (const personId of people.keys()) onHeard(lessonId, personId);
+        }),
     );
     this.unlisten = req.unlisten;
     // the first check waits for this read (known()); a failed one is tried again by the next check
