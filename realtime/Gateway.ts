@@ -608,7 +608,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     const now = this.now();
     const m = await this.presence.archiveEnd(lessonId, archivedAt.getTime(), now);
     for (const conn of [...(this.lessons.get(lessonId)?.conns ?? [])]) conn.close('archived');
-    if (m) await this.meter.finishEnd(lessonId, m, now);
+    if (m?.pendingEnd) await this.meter.finishEnd(lessonId, m, now);
+    // a start pending since before the deletion: its session is made by the flush's retry (it
+    // ran before the deletion), and ended at archived_at by the next archive check (flush or sweep)
+    else if (m?.state === 'starting') this.meter.retryStart(lessonId);
   }
 
   /**
@@ -772,6 +775,9 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       finishEnd: (l, m, now) => meter.finishEnd(l, m, now),
       endUnknown: (l, s, e, now) => meter.endUnknown(l, s, e, now),
       remember: (l, m, p, now) => meter.remember(l, m, p, now),
+      startsPending: () => meter.startsPending(),
+      startSettled: (l) => meter.startSettled(l),
+      retryStart: (l) => meter.retryStart(l),
       flush: async (results, now) => {
         for (const r of results) {
           if (r.meter?.state === 'running' && this.lessons.has(r.lessonId)) this.running.add(r.lessonId);

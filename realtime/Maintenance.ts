@@ -31,7 +31,7 @@ export interface MaintainedGateway {
   archived(lessonId: string): Promise<void>;
 }
 
-type MeterPort = Pick<Meter, 'apply' | 'flush' | 'finishEnd' | 'endUnknown' | 'remember'>;
+type MeterPort = Pick<Meter, 'apply' | 'flush' | 'finishEnd' | 'endUnknown' | 'remember' | 'startsPending' | 'startSettled' | 'retryStart'>;
 
 type Job = 'heartbeat' | 'flush' | 'sweep';
 
@@ -110,10 +110,22 @@ export class Maintenance {
     const { gw, presence, meter } = this;
     const now = gw.now();
     let ids = gw.servedLessons();
+    const served = new Set(ids);
+    let unstarted = meter.startsPending().filter((id) => !served.has(id));
     // Never charge past a deletion whose notification we missed: those lessons end instead.
-    const archived = await archivedAmong(this.sql, ids);
+    const archived = await archivedAmong(this.sql, unstarted.length > 0 ? [...ids, ...unstarted] : ids);
     for (const lessonId of archived.keys()) await gw.archived(lessonId);
     if (archived.size > 0) ids = ids.filter((id) => !archived.has(id));
+    // Pending starts this node failed to write, of lessons nobody here serves (Meter.unstarted): the
+    // tick retries each (startRetryMs after its last try) until its meter is no longer `starting`.
+    // No vouch: this node has no sockets there.
+    unstarted = meter.startsPending().filter((id) => !served.has(id));
+    if (unstarted.length > 0) {
+      for (const r of await presence.tick(unstarted, now)) {
+        if (r.meter?.state !== 'starting') meter.startSettled(r.lessonId);
+        else if (r.effects.length > 0) void meter.apply(r.lessonId, r, now);
+      }
+    }
     const lost: string[] = [];
     // A chunk at a time, ticked then charged: what a chunk allocates dies young instead of living
     // through the whole flush (a node of thousands of running lessons promoted megabytes per flush
@@ -146,7 +158,9 @@ export class Maintenance {
     }
     for (const c of await findArchivedRunning(sql)) {
       const m = await presence.archiveEnd(c.lessonId, c.since.getTime(), now);
-      if (m) await meter.finishEnd(c.lessonId, m, now);
+      if (m?.pendingEnd) await meter.finishEnd(c.lessonId, m, now);
+      // a start of Redis's pending since before the deletion: made (adopting this session), then ended here again
+      else if (m?.state === 'starting') meter.retryStart(c.lessonId);
       else await meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
     }
     for (const c of await findOrphanSessions(sql, new Date(now - gw.timing.orphanMs))) {

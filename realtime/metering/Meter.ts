@@ -54,6 +54,13 @@ export class Meter {
   private readonly snapshots: SnapshotWriter;
   private readonly starts: Batcher<SessionStartInput, SessionStartResult | undefined>;
   private readonly pauses: Batcher<MeteredItem>;
+  /**
+   * Lessons whose pending start this node could not write (Postgres away past RETRY_WAITS) or
+   * must make for a deletion (archive): Redis retries a pending start only in the ticks of a node
+   * serving the lesson, and if everyone left meanwhile none does. Maintenance ticks these too,
+   * until their meter is no longer `starting` (startSettled).
+   */
+  private readonly unstarted = new Set<string>();
 
   constructor(
     private readonly deps: Deps,
@@ -81,7 +88,27 @@ export class Meter {
   apply(lessonId: string, change: Change, now: number): Promise<void> {
     const m = change.meter;
     if (!m || change.effects.length === 0) return Promise.resolve();
-    return this.queue.run(lessonId, () => withRetry(() => this.applyNow(lessonId, m, change, now), RETRY_WAITS));
+    return this.queue.run(lessonId, () =>
+      withRetry(() => this.applyNow(lessonId, m, change, now), RETRY_WAITS).catch((err: unknown) => {
+        if (m.state === 'starting' && change.effects.includes('start')) this.unstarted.add(lessonId);
+        throw err;
+      }),
+    );
+  }
+
+  /** Keeps retrying the lesson's pending start whether or not anyone is present here (see `unstarted`). */
+  retryStart(lessonId: string): void {
+    this.unstarted.add(lessonId);
+  }
+
+  /** Pending starts to tick although nobody may be present here. */
+  startsPending(): string[] {
+    return [...this.unstarted];
+  }
+
+  /** The lesson's meter is no longer `starting`: made, dropped or gone. */
+  startSettled(lessonId: string): void {
+    this.unstarted.delete(lessonId);
   }
 
   /** Ends the pending session end in `m` (idle sweep, archive), queued per lesson. */
@@ -229,6 +256,11 @@ export class Meter {
     const base = started ? 0 : session.seconds * 1000;
     const res = await this.presence.setSession(lessonId, session.id, startAt, base, now);
     if (started) this.log.info({ lesson_id: lessonId, session_id: session.id }, 'session started');
+    this.unstarted.delete(lessonId);
+    // A start made after its meter paused (a retried or slow start; people left meanwhile): the
+    // pause charged nothing then, having no session, so what it metered is charged now.
+    const bound = res.ok ? res.change.meter : null;
+    if (bound?.state === 'paused' && bound.sessionId === session.id) await this.charge(session.id, Math.floor(bound.accMs / 1000), bound.pausedAt ?? now, bound.peopleMax);
     return { meter: res.change.meter, count: res.change.count };
   }
 

@@ -206,7 +206,7 @@ export class InMemoryPresence implements Presence {
     const seed = this.lessons.get(lessonId)?.meter ? undefined : await this.seed(lessonId);
     const r = M.archive(this.lessons.get(lessonId)?.meter ?? this.seeded(lessonId, seed!, now), archivedAt, now);
     this.store(lessonId, r.m);
-    return r.kind === 'end' ? r.m : undefined;
+    return r.kind === 'none' ? undefined : r.m;
   }
 
   /** CLEAR_END */

@@ -371,14 +371,25 @@ export function claimIdleEnd(
   return { kind: count === 0 ? 'orphan' : 'busy' };
 }
 
-/** archive: the lesson was deleted; metering stops and the session ends at `at` (archived_at). */
-export function archive(m: MeterState, at: number, now: number): { kind: 'end'; m: MeterState } | { kind: 'none'; m: MeterState } {
+/**
+ * archive: the lesson was deleted; metering stops and the session ends at `at` (archived_at).
+ * A start pending since before the deletion (its Postgres write failed or is still on its way)
+ * stays pending, paused at `at`: the time before the deletion was metered and is billed once the
+ * session is made (`starting`; the caller retries the start, then archives again). A start
+ * decided at or after the deletion is dropped.
+ */
+export function archive(m: MeterState, at: number, now: number): { kind: 'end' | 'none' | 'starting'; m: MeterState } {
   if (m.pendingEnd !== null) return { kind: 'end', m };
   switch (m.state) {
     case 'idle':
       return { kind: 'none', m };
-    case 'starting':
+    case 'starting': {
+      if (m.startAt < at) {
+        const paused = pause(m, at);
+        return { kind: 'starting', m: paused === m ? m : bump(paused, now) };
+      }
       return { kind: 'none', m: { ...common(m), state: 'idle' } };
+    }
     case 'running':
     case 'paused':
       return { kind: 'end', m: bump(pendEnd(pause(m, at) as WithSession, at), now) };

@@ -126,6 +126,11 @@ export interface Presence {
   tick(lessonIds: string[], now: number, vouch?: TickVouch): Promise<TickResult[]>;
   setSession(lessonId: string, sessionId: number, startAt: number, baseMs: number, now: number): Promise<{ ok: boolean; change: Change }>;
   claimEnd(lessonId: string, sessionId: number, now: number): Promise<{ kind: 'end'; meter: MeterState } | { kind: 'busy' | 'orphan' }>;
+  /**
+   * The lesson was deleted at archivedAt: the meter with its pending end (end it in Postgres), a
+   * meter still `starting` (a start pending since before the deletion, paused there: make its
+   * session, then archive again), or undefined (nothing to bill).
+   */
   archiveEnd(lessonId: string, archivedAt: number, now: number): Promise<MeterState | undefined>;
   clearEnd(lessonId: string, sessionId: number, now: number): Promise<MeterState | null>;
   orphan(lessonId: string, sessionId: number, now: number): Promise<MeterState | undefined>;

@@ -327,7 +327,7 @@ export class RedisPresence implements Presence {
     const args = (seed: string) => [now, lessonId, archivedAt, seed];
     let res = await this.run.gwArchiveEnd(this.key(lessonId), ...args(''));
     if (res[0] === 'seed') res = await this.run.gwArchiveEnd(this.key(lessonId), ...args(await this.seed(lessonId)));
-    return res[0] === 'end' ? parseMeter(res[1])! : undefined;
+    return res[0] === 'end' || res[0] === 'starting' ? parseMeter(res[1])! : undefined;
   }
 
   async clearEnd(lessonId: string, sessionId: number, now: number): Promise<MeterState | null> {

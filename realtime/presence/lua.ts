@@ -596,8 +596,10 @@ return R({ 'busy' })
 `;
 
 /**
- * archive_end: ARGV now, lesson, archived_at, seed -> {'seed'} | {'end', meter} | {'none'}
+ * archive_end: ARGV now, lesson, archived_at, seed -> {'seed'} | {'end', meter} | {'starting', meter} | {'none'}
  * The lesson was deleted: metering stops at archived_at and the session ends then.
+ * A start pending since before archived_at stays pending, paused at archived_at
+ * ('starting': its time is billed once the session is made); a later one is dropped.
  */
 export const ARCHIVE_END = `${LIB}
 local now, l, at, seed = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
@@ -608,6 +610,10 @@ if not m then
 end
 if m.end_sid ~= '' then return { 'end', meter_out(m) } end
 if m.sid == '' then
+  if m.start_at ~= '' and N(m.start_at) < at then
+    if m.since ~= '' then pause(m, at); bump(m, now); save_meter(l, m) end
+    return { 'starting', meter_out(m) }
+  end
   m.start_at = ''; m.start_claim = ''; m.since = ''; m.acc = '0'; m.paused_at = ''
   save_meter(l, m)
   return { 'none' }

@@ -60,8 +60,10 @@ export async function ensureSessionStarted(sql: Sql, input: SessionStartInput): 
  * ensureSessionStarted for many lessons in one transaction (the gateway
  * batches the starts of a burst of arrivals): the statements are the same
  * for 1 or 200 lessons. One result per input, in order: undefined for a
- * lesson that does not exist, or is archived when `skipArchived` (a deleted
- * lesson never starts a session; the check is under the lesson's lock).
+ * lesson that does not exist, or, when `skipArchived`, was archived at or
+ * before the input's moment (a deleted lesson starts no session; one that ran
+ * before its deletion does, and is ended at archived_at by the gateway; the
+ * check is under the lesson's lock).
  * A lesson given twice starts once; its later inputs adopt that session.
  */
 export async function ensureSessionsStarted(
@@ -87,7 +89,7 @@ export async function ensureSessionsStarted(
     const runningByLesson = new Map(running.map((s) => [s.lesson_id, s]));
     const admitted = (input: SessionStartInput) => {
       const lesson = lessonById.get(input.lessonId);
-      return lesson !== undefined && !(opts.skipArchived && lesson.archived_at);
+      return lesson !== undefined && !(opts.skipArchived && lesson.archived_at && lesson.archived_at <= input.at);
     };
     // per lesson: its first input (the one that starts it when nothing runs) and the most people any input saw
     const wanted = new Map<string, { first: SessionStartInput; people: number }>();

@@ -71,6 +71,23 @@ describe('batched session starts (the gateway starts a burst of sessions in one 
     expect(adopted!.started).toBe(false);
   });
 
+  it('starts a deleted lesson\'s session decided before the deletion (it ran then), not one decided at or after it', async () => {
+    const { partner } = await partnerFactory(sql);
+    const before = await lessonFactory(sql, partner);
+    const at_ = await lessonFactory(sql, partner);
+    for (const l of [before, at_]) await sql`UPDATE lessons SET archived_at = ${at(20)} WHERE id = ${l.id}`;
+    const out = await ensureSessionsStarted(
+      sql,
+      [
+        { lessonId: before.id, at: at(19), people: 2 },
+        { lessonId: at_.id, at: at(20), people: 2 },
+      ],
+      { skipArchived: true },
+    );
+    expect(out.map((r) => r?.started)).toEqual([true, undefined]);
+    expect(out[0]!.session).toMatchObject({ lesson_id: before.id, started_at: at(19), ended_at: null });
+  });
+
   it('two batches racing over the same lessons start each once', async () => {
     const { partner } = await partnerFactory(sql);
     const lessons = await Promise.all(Array.from({ length: 8 }, () => lessonFactory(sql, partner)));

@@ -1,7 +1,7 @@
-import postgres from 'postgres';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AGAIN_MS } from '../../realtime/metering/JoinAnnouncer.js';
 import { eventsOf } from '../helpers/lessons.js';
+import { postgresSwitch } from '../helpers/postgresAway.js';
 import { eventually } from '../helpers/wait.js';
 import { join } from './helpers/client.js';
 import { lessonWithLinks } from './helpers/fixtures.js';
@@ -16,17 +16,7 @@ import { startTestGateway } from './helpers/gateway.js';
  */
 const gw = await startTestGateway();
 const { sql } = gw.deps;
-const database = new URL(gw.env.DATABASE_URL).pathname.slice(1);
-const adminUrl = new URL(gw.env.DATABASE_URL);
-adminUrl.pathname = '/postgres';
-const admin = postgres(adminUrl.toString(), { max: 1, onnotice: () => undefined });
-afterAll(() => admin.end());
-
-async function postgresAway() {
-  await admin.unsafe(`ALTER DATABASE "${database}" WITH ALLOW_CONNECTIONS false`);
-  await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${database}`;
-}
-const postgresBack = () => admin.unsafe(`ALTER DATABASE "${database}" WITH ALLOW_CONNECTIONS true`);
+const { away: postgresAway, back: postgresBack } = postgresSwitch(gw.env.DATABASE_URL);
 
 describe('Postgres away longer than the retries of a participant.joined batch', () => {
   it('records the arrival once Postgres is back, dated when the person joined, once', async () => {

@@ -274,16 +274,27 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(await p.orphan(busy, 12, T + 1000)).toBeUndefined();
     });
 
-    it('ends the session of a deleted lesson at archived_at, and archives a lesson without a session quietly', async () => {
+    it('ends the session of a deleted lesson at archived_at, keeps a start pending since before it (paused there), and archives a lesson without a session quietly', async () => {
       const { p, join, running } = await fresh();
       const l = await running(21);
       const m = await p.archiveEnd(l, T + 42_500, T + 43_000);
       expect(m).toMatchObject({ state: 'idle', pendingEnd: { sessionId: 21, seconds: 42, endAt: T + 42_500, chargeAt: T + 42_500 } });
       expect(await p.archiveEnd(l, T + 42_500, T + 44_000)).toEqual(m); // asked again: the same end
 
+      // a start pending since before the deletion (its session not yet made): kept, metered up to
+      // archived_at only, so that its session can be made and ended there
+      const pending = lesson();
+      await join(pending, 'a', 'ann', T);
+      await join(pending, 'b', 'bob', T);
+      const kept = await p.archiveEnd(pending, T + 30_000, T + 34_000);
+      expect(kept).toMatchObject({ state: 'starting', startAt: T, accMs: 30_000, since: null, pausedAt: T + 30_000, pendingEnd: null });
+      expect(await p.archiveEnd(pending, T + 30_000, T + 36_000)).toEqual(kept); // asked again: the same
+      expect((await p.tick([pending], T + 40_000))[0].meter).toMatchObject({ state: 'starting', accMs: 30_000 });
+
+      // a start decided at or after the deletion: dropped
       const other = lesson();
-      await join(other, 'a', 'ann', T);
-      await join(other, 'b', 'bob', T); // a start pending, no session yet
+      await join(other, 'a', 'ann', T + 1000);
+      await join(other, 'b', 'bob', T + 1000); // a start pending, no session yet
       expect(await p.archiveEnd(other, T + 1000, T + 1000)).toBeUndefined();
       expect((await p.tick([other], T + 2000))[0].meter).toMatchObject({ state: 'idle', pendingEnd: null }); // the start is dropped
     });
