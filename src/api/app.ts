@@ -96,14 +96,17 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
   app.use(compress({ threshold: COMPRESS_THRESHOLD_BYTES }));
   app.use(errorHandler);
 
-  const publicRouter = new Router<ApiState>();
+  // Paths are case-sensitive (RFC 3986), as the spec writes them. @koa/router matches routes
+  // without regard to case by default but its `use` prefix with it, so `/API/partner/v1/...` ran a
+  // route without the key check and the rate limits (the handler then failed with 500).
+  const publicRouter = new Router<ApiState>({ sensitive: true });
   healthRoutes(publicRouter, deps);
   publicRouter.get(`${API_PREFIX}/openapi.json`, (ctx) => {
     ctx.body = openapi;
   });
   app.use(publicRouter.routes());
 
-  const router = new Router<ApiState>({ prefix: API_PREFIX });
+  const router = new Router<ApiState>({ prefix: API_PREFIX, sensitive: true });
   router.use(auth(authCache, unauthenticated), rateLimit(limiter));
   for (const r of routes) {
     const koaPath = r.path.replace(/\{(\w+)\}/g, ':$1');

@@ -48,6 +48,27 @@ describe('API key authentication', () => {
     expect(list.body).toEqual([]);
   });
 
+  it('runs no route without the key check: the prefix in other letter cases is no route (404), on every route, with a key or without', async () => {
+    const { partnerRoutes } = await import('../../src/api/routes/index.js');
+    const variants = ['/API/partner/v1', '/api/Partner/v1', '/api/partner/V1', '/Api/partner/v1'];
+    for (const r of partnerRoutes) {
+      const path = r.path.replace(/\{(\w+)\}/g, 'x');
+      for (const prefix of variants) {
+        for (const key of [null, p.apiKey]) {
+          const res = await fetch(`${api.base}${prefix}${path}`, {
+            method: r.method.toUpperCase(),
+            headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
+            body: r.method === 'post' ? '{}' : undefined,
+          });
+          expect(res.status, `${r.method} ${prefix}${path}`).toBe(404);
+          expect(await res.json()).toEqual({ detail: { code: 'not_found', message: expect.any(String) } });
+        }
+      }
+    }
+    // a route's own path in another case is an unknown route too, as any other
+    for (const key of [null, p.apiKey]) expect((await api.request('GET', '/Balance', { key })).status).toBe(404);
+  });
+
   it('answers 401 for a revoked key while the partner’s other keys keep working', async () => {
     const { api_key: second } = (await runAdmin(api.deps.sql, ['key', 'create', p.partner.id])) as { api_key: string };
     expect((await api.request('GET', '/balance', { key: second })).status).toBe(200);

@@ -29,6 +29,26 @@ describe('errors are JSON in the spec format, never a stack trace or an HTML pag
     expect(res.body).toEqual(errorBody('payload_too_large'));
   });
 
+  it('a body over 64 KiB sent in chunks (no Content-Length) answers 413 payload_too_large as well, and creates nothing', async () => {
+    const body = JSON.stringify({ title: 'x'.repeat(70_000), external_id: 'chunked-413' });
+    const chunks = [body.slice(0, 30_000), body.slice(30_000)];
+    const res = await fetch(`${api.base}/api/partner/v1/lessons`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${p.apiKey}`, 'content-type': 'application/json' },
+      body: new ReadableStream({
+        pull(c) {
+          const next = chunks.shift();
+          if (next === undefined) c.close();
+          else c.enqueue(new TextEncoder().encode(next));
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual(errorBody('payload_too_large'));
+    expect((await api.request('GET', '/lessons?external_id=chunked-413', { key: p.apiKey })).body).toEqual([]);
+  });
+
   it('a JSON body that is not an object answers 422 at loc ["body"]', async () => {
     const res = await api.request('POST', '/lessons', { key: p.apiKey, body: ['title'] });
     expect(res.status).toBe(422);

@@ -181,7 +181,7 @@ describe('GET /calls', () => {
     expect(max.body.items).toHaveLength(101);
     for (const [qs, field] of [
       ['limit=0', 'limit'], ['limit=1001', 'limit'], ['limit=-1', 'limit'], ['limit=1.5', 'limit'], ['limit=ten', 'limit'], ['limit=', 'limit'],
-      ['offset=-1', 'offset'], ['offset=1000001', 'offset'], ['offset=2.5', 'offset'],
+      ['offset=-1', 'offset'], ['offset=1000001', 'offset'], ['offset=2.5', 'offset'], ['offset=', 'offset'], ['offset=%20', 'offset'], ['offset=1e3', 'offset'], ['offset=0x10', 'offset'],
     ]) {
       const res = await calls(q.apiKey, `?${qs}`);
       expect([qs, res.status, res.body.detail.map((d: any) => d.loc)]).toEqual([qs, 422, [['query', field]]]);

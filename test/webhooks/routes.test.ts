@@ -219,7 +219,7 @@ describe('GET /events', () => {
     expect(rest.body.map((e: { id: number }) => e.id)).toEqual([ids[4]]);
     expect(rest.headers.get('link')).toBeNull();
     expect((await api.request('GET', `/events?after=${ids[4]}`, { key: p.apiKey })).body).toEqual([]);
-    for (const q of ['limit=0', 'limit=1001', 'after=-1', 'after=x']) {
+    for (const q of ['limit=0', 'limit=1001', 'after=-1', 'after=x', 'after=', 'limit=1e2']) {
       expect((await api.request('GET', `/events?${q}`, { key: p.apiKey })).status, q).toBe(422);
     }
   });

@@ -31,7 +31,9 @@ export async function readJsonBody(ctx: ApiContext): Promise<unknown> {
   try {
     for await (const chunk of ctx.req) {
       size += (chunk as Buffer).length;
-      if (size > MAX_BODY_BYTES) throw Errors.payloadTooLarge(MAX_BODY_BYTES);
+      // A body without Content-Length (chunked) that grows too big: stop reading. Leaving the loop
+      // ends the stream, which then reads as aborted, so the 413 is thrown after the catch below.
+      if (size > MAX_BODY_BYTES) break;
       chunks.push(chunk as Buffer);
     }
   } catch (err) {
@@ -39,6 +41,7 @@ export async function readJsonBody(ctx: ApiContext): Promise<unknown> {
     if (ctx.req.readableAborted || (err as NodeJS.ErrnoException).code === 'ECONNRESET') throw new ClientClosedRequest();
     throw err;
   }
+  if (size > MAX_BODY_BYTES) throw Errors.payloadTooLarge(MAX_BODY_BYTES);
   if (size === 0) return undefined;
   if (!ctx.is('application/json', '+json')) throw Errors.unsupportedMediaType();
   let text: string;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryNumber } from '../queryNumber.js';
 
 /** Any string is read as an address; one the rules refuse answers 400 bad_url (not 422). */
 export const WebhookPutSchema = z
@@ -19,7 +20,7 @@ export const WebhookPutSchema = z
   .meta({ id: 'WebhookPut' });
 
 export const DeliveriesQuery = z.object({
-  event_id: z.coerce.number().int().positive().optional().describe('only the attempts of this event'),
-  after: z.coerce.number().int().min(0).default(0).describe('the last attempt id of the previous page'),
-  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('page size, 1-1000'),
+  event_id: queryNumber(z.number().int().positive().optional()).describe('only the attempts of this event'),
+  after: queryNumber(z.number().int().min(0).default(0)).describe('the last attempt id of the previous page'),
+  limit: queryNumber(z.number().int().min(1).max(1000).default(100)).describe('page size, 1-1000'),
 });
