@@ -20,7 +20,6 @@ const END_TEXT: Record<EndReason, [string, string]> = {
   removed: ['You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
   replaced: ['The lesson is open in another window', 'You opened this lesson in more windows than it keeps at once, and this is the oldest. Continue here to use this window instead.'],
   archived: ['This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
-  unreachable: ['Cannot reach the lesson', 'Check your connection and reload the page.'],
 };
 
 export function App({ token }: { token: string }) {

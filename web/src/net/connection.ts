@@ -9,6 +9,13 @@ import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js
  * same person, 4410 archived)
  * end the connection for good and show an error view. 1012 (the node is draining before a
  * restart) reconnects at once, without backoff.
+ *
+ * A browser never learns why an upgrade was refused (the socket just closes, 1006), so after
+ * PROBE_AFTER failed attempts in a row each further one asks the page's own address: 401, 403 or
+ * 410 there is the link's end (expired, removed, deleted) and ends the connection with that view;
+ * no answer at all is the network, and the page keeps retrying, however long, with what the
+ * person drew meanwhile still on the page (it is sent once the socket is back). The page never
+ * reloads itself: a reload while offline lands on the browser's error page and loses that work.
  */
 export type ConnState =
   | { kind: 'connecting'; attempt: number }
@@ -16,15 +23,17 @@ export type ConnState =
   | { kind: 'reconnecting'; attempt: number; inMs: number }
   | { kind: 'ended'; reason: EndReason };
 
-export type EndReason = 'expired' | 'removed' | 'replaced' | 'archived' | 'unreachable';
+export type EndReason = 'expired' | 'removed' | 'replaced' | 'archived';
 
 // 4409: this person opened more tabs than the gateway keeps (GATEWAY_MAX_SOCKETS_PER_PERSON) and this
 // one is the oldest; reconnecting would close the newest in turn, so the tabs would take turns forever.
 const FINAL: Record<number, EndReason> = { 4401: 'expired', 4403: 'removed', 4409: 'replaced', 4410: 'archived' };
 /** 1012 "service restart": the gateway node is draining; reconnect at once (to another node). */
 const RESTARTING = 1012;
-/** Reconnection attempts that never opened before the page asks the server what is wrong (it reloads: the gateway then serves the error page). */
-const MAX_FAILED = 8;
+/** Reconnection attempts in a row that never opened before each further one asks the page's address what is wrong. */
+const PROBE_AFTER = 2;
+/** The page's own address answers these for a link that can no longer enter (docs/protocol.md, `GET /embed/<token>`). */
+const REFUSED: Record<number, EndReason> = { 401: 'expired', 403: 'removed', 410: 'archived' };
 
 export interface ConnectionEvents {
   state(s: ConnState): void;
@@ -59,13 +68,15 @@ export class Connection {
   constructor(
     private readonly url: string,
     private readonly on: ConnectionEvents,
+    /** the page's own address (`/embed/<token>`), asked what is wrong when upgrades keep failing */
+    private readonly pageUrl: string,
   ) {}
 
   /** The socket URL: the path the gateway put in the page (`<meta name="lesson-socket">`), on the page's own host. */
   static forToken(token: string, on: ConnectionEvents): Connection {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     const socketPath = document.querySelector<HTMLMetaElement>('meta[name="lesson-socket"]')?.content || '/ws?token=';
-    return new Connection(`${proto}//${location.host}${socketPath}${encodeURIComponent(token)}`, on);
+    return new Connection(`${proto}//${location.host}${socketPath}${encodeURIComponent(token)}`, on, location.href.split('#')[0]);
   }
 
   start(): void {
@@ -121,16 +132,33 @@ export class Connection {
         this.timer = setTimeout(() => this.open(), 0);
         return;
       }
-      if (!opened && ++this.failedInARow >= MAX_FAILED) {
-        // The upgrade keeps failing: the link may have expired or the lesson been archived.
-        // Reloading lets the gateway answer /embed/<token> with the right error page.
-        location.reload();
-        return this.end('unreachable');
-      }
+      // The upgrade keeps failing: the link may have expired, or the lesson been deleted, meanwhile
+      if (!opened && ++this.failedInARow >= PROBE_AFTER) void this.probe();
       const inMs = Math.min(10_000, 500 * 2 ** Math.min(this.attempt, 5)) * (0.75 + Math.random() * 0.5);
       this.on.state({ kind: 'reconnecting', attempt: this.attempt, inMs });
       this.timer = setTimeout(() => this.open(), inMs);
     };
+  }
+
+  /** Asks the page's address whether the link can still enter; ends the connection if it cannot. */
+  private async probe(): Promise<void> {
+    let status: number;
+    try {
+      status = (await fetch(this.pageUrl, { cache: 'no-store', credentials: 'omit' })).status;
+    } catch {
+      return; // no answer: the network (or the whole service) is away; keep retrying
+    }
+    const reason = REFUSED[status];
+    if (!reason || this.ended || this.ws?.readyState === WebSocket.OPEN) return;
+    if (this.ws) {
+      // an attempt on its way meanwhile: it would be refused the same
+      this.ws.onclose = null;
+      this.ws.close();
+      this.ws = null;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.end(reason);
   }
 
   private end(reason: EndReason): void {
