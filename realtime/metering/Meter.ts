@@ -279,7 +279,7 @@ export class Meter {
   }
 
   private async charge(sessionId: number, cumulativeSeconds: number, at: number, people: number): Promise<void> {
-    await this.pauses.add({ sessionId, cumulativeSeconds, at: new Date(at), people: people || undefined });
+    await this.pauses.add({ sessionId, cumulativeSeconds, at: new Date(at), people: people || undefined, unlessArchived: true });
     this.charged.set(sessionId, Math.max(cumulativeSeconds, this.charged.get(sessionId) ?? 0));
   }
 

@@ -38,6 +38,11 @@ interface Common {
   seededAt: number | null;
   /** latest departure, reported while rebuilding, of a connection Redis had lost (lostDeparture) */
   goneAt: number | null;
+  /**
+   * The last run a pause ended in this session (kept through a resume): a deletion noticed after
+   * it (a missed notice) takes back what it ran past archived_at (cutAfter). null: none yet.
+   */
+  lastRun: { from: number; to: number } | null;
 }
 
 /** A session the rules ended, to be written to Postgres (finishSession), then cleared. */
@@ -166,19 +171,22 @@ export function parseMeterValues(v: ArrayLike<string | null | undefined>): Meter
   const flushAt = num(v[FIELD.flush_at]);
   const seededAt = num(v[FIELD.seeded_at]);
   const goneAt = num(v[FIELD.gone]);
+  const runFrom = num(v[FIELD.run_from]);
+  const runTo = num(v[FIELD.run_to]);
+  const lastRun = runFrom !== null && runTo !== null ? { from: runFrom, to: runTo } : null;
   const sid = num(v[FIELD.sid]);
   const since = num(v[FIELD.since]);
   const accMs = num(v[FIELD.acc]) ?? 0;
   if (sid !== null) {
     return since !== null
-      ? { state: 'running', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, sessionId: sid, accMs, since }
-      : { state: 'paused', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, sessionId: sid, accMs, pausedAt: num(v[FIELD.paused_at]) };
+      ? { state: 'running', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun, sessionId: sid, accMs, since }
+      : { state: 'paused', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun, sessionId: sid, accMs, pausedAt: num(v[FIELD.paused_at]) };
   }
   const startAt = num(v[FIELD.start_at]);
   if (startAt !== null) {
-    return { state: 'starting', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, startAt, startClaim: num(v[FIELD.start_claim]) ?? startAt, accMs, since, pausedAt: num(v[FIELD.paused_at]) };
+    return { state: 'starting', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun, startAt, startClaim: num(v[FIELD.start_claim]) ?? startAt, accMs, since, pausedAt: num(v[FIELD.paused_at]) };
   }
-  return { state: 'idle', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt };
+  return { state: 'idle', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun };
 }
 
 // ---- transitions (the same as the Lua functions of the same names) -----------
@@ -196,6 +204,7 @@ export function seedMeter(s: MeterSeed, now: number, goneAt: number | null = nul
     // only a running session has anything to reconcile with the re-registered sockets (settle)
     seededAt: s.sessionId === null ? null : now,
     goneAt,
+    lastRun: null,
   };
   if (s.sessionId === null) return { ...common, state: 'idle' };
   const accMs = Math.round(s.accMs);
@@ -210,13 +219,14 @@ export function pause(m: MeterState, at: number): MeterState {
   if (since === null) return m;
   const accMs = accOf(m) + Math.max(0, at - since);
   const pausedAt = Math.max(at, since);
+  const lastRun = { from: since, to: pausedAt };
   switch (m.state) {
     case 'running': {
       const { since: _s, ...rest } = m;
-      return { ...rest, state: 'paused', accMs, pausedAt };
+      return { ...rest, state: 'paused', accMs, pausedAt, lastRun };
     }
     case 'starting':
-      return { ...m, accMs, since: null, pausedAt };
+      return { ...m, accMs, since: null, pausedAt, lastRun };
     case 'idle':
     case 'paused':
       return m;
@@ -229,7 +239,7 @@ export function pause(m: MeterState, at: number): MeterState {
 function startRun(m: Idle | Paused | Starting, now: number): { m: MeterState; fx: Transition } {
   switch (m.state) {
     case 'idle':
-      return { m: { ...m, state: 'starting', startAt: now, startClaim: now, accMs: 0, since: now, pausedAt: null, peopleMax: 0 }, fx: 'start' };
+      return { m: { ...m, state: 'starting', startAt: now, startClaim: now, accMs: 0, since: now, pausedAt: null, peopleMax: 0, lastRun: null }, fx: 'start' };
     case 'paused': {
       const { pausedAt: _, ...rest } = m;
       return { m: { ...rest, state: 'running', since: now }, fx: 'resume' };
@@ -252,8 +262,22 @@ export function pendEnd(m: WithSession, endAt: number): Idle {
     flushAt: m.flushAt,
     seededAt: m.seededAt,
     goneAt: m.goneAt,
+    lastRun: null,
     pendingEnd: { sessionId: m.sessionId, seconds: Math.floor(m.accMs / 1000), chargeAt: pausedAt ?? endAt, endAt },
   };
+}
+
+/**
+ * cut_after: the lesson was deleted at `at` and the deletion is noticed after a pause that ended a
+ * run past it (its notice was missed): that run's time past `at` comes off, and a pause past `at`
+ * is dated `at`. The same meter when there is nothing to take back.
+ */
+function cutAfter<T extends Starting | Running | Paused>(m: T, at: number): T {
+  const run = m.lastRun;
+  if (run === null || run.to <= at) return m;
+  const accMs = Math.max(0, m.accMs - (run.to - Math.max(run.from, at)));
+  const paused = 'pausedAt' in m && m.pausedAt !== null && m.pausedAt > at && runningSince(m) === null;
+  return { ...m, accMs, lastRun: null, ...(paused ? { pausedAt: at } : {}) };
 }
 
 /**
@@ -385,14 +409,18 @@ export function archive(m: MeterState, at: number, now: number): { kind: 'end' |
       return { kind: 'none', m };
     case 'starting': {
       if (m.startAt < at) {
-        const paused = pause(m, at);
+        const paused = pause(cutAfter(m, at), at);
         return { kind: 'starting', m: paused === m ? m : bump(paused, now) };
       }
-      return { kind: 'none', m: { ...common(m), state: 'idle' } };
+      return { kind: 'none', m: { ...common(m), state: 'idle', lastRun: null } };
     }
     case 'running':
-    case 'paused':
-      return { kind: 'end', m: bump(pendEnd(pause(m, at) as WithSession, at), now) };
+    case 'paused': {
+      const p = pause(cutAfter(m, at), at) as WithSession;
+      // a run resumed after the deletion paused at its own start: the end's charge is dated at the deletion
+      const ended = p.state === 'paused' && p.pausedAt !== null && p.pausedAt > at ? { ...p, pausedAt: at } : p;
+      return { kind: 'end', m: bump(pendEnd(ended, at), now) };
+    }
     default:
       return assertNever(m);
   }
@@ -442,5 +470,5 @@ export function forgettable(m: MeterState, count: number): boolean {
 }
 
 function common(m: MeterState): Common {
-  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt, goneAt: m.goneAt };
+  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt, goneAt: m.goneAt, lastRun: m.lastRun };
 }

@@ -79,6 +79,8 @@ export const METER_FIELDS = [
   'flush_at', // last periodic flush claimed
   'seeded_at', // the meter was rebuilt from Postgres then ('' otherwise)
   'gone', // latest departure, reported while rebuilding, of a connection Redis had lost ('' none)
+  'run_from', // the last run a pause ended: its start ('' none since the session began) ...
+  'run_to', // ... and its end (kept through a resume: a deletion noticed late takes back what it ran past archived_at)
 ] as const;
 
 const LIB = `
@@ -174,7 +176,7 @@ local function pend_end(m, end_at)
   m.end_charge_at = (m.since == '' and m.paused_at ~= '' and m.paused_at) or F(end_at)
   m.end_at = F(end_at)
   m.sid = ''; m.acc = '0'; m.since = ''; m.paused_at = ''; m.pmax = '0'
-  m.start_at = ''; m.start_claim = ''
+  m.start_at = ''; m.start_claim = ''; m.run_from = ''; m.run_to = ''
 end
 
 -- pause: running -> paused (a pending start stays pending, unmetered)
@@ -184,14 +186,26 @@ local function pause(m, at)
     m.acc = F((N(m.acc) or 0) + math.max(0, at - since))
     m.since = ''
     m.paused_at = F(math.max(at, since))
+    m.run_from = F(since); m.run_to = m.paused_at
   end
+end
+
+-- cutAfter: a deletion at \`at\` noticed after a pause that ended a run past it (the notice was
+-- missed): that run's time past \`at\` comes off. True if anything did.
+local function cut_after(m, at)
+  local from, to = N(m.run_from), N(m.run_to)
+  if not (from and to and to > at) then return false end
+  m.acc = F(math.max(0, (N(m.acc) or 0) - (to - math.max(from, at))))
+  m.run_from = ''; m.run_to = ''
+  if m.since == '' and N(m.paused_at) and N(m.paused_at) > at then m.paused_at = F(at) end
+  return true
 end
 
 -- startRun: idle -> starting ('start'); paused -> running, starting stays ('resume')
 local function start_run(m, at)
   m.since = F(at)
   if m.sid == '' and m.start_at == '' then
-    m.start_at = F(at); m.start_claim = F(at); m.acc = '0'; m.paused_at = ''; m.pmax = '0'
+    m.start_at = F(at); m.start_claim = F(at); m.acc = '0'; m.paused_at = ''; m.pmax = '0'; m.run_from = ''; m.run_to = ''
     return 'start'
   end
   m.paused_at = ''
@@ -611,14 +625,18 @@ end
 if m.end_sid ~= '' then return { 'end', meter_out(m) } end
 if m.sid == '' then
   if m.start_at ~= '' and N(m.start_at) < at then
-    if m.since ~= '' then pause(m, at); bump(m, now); save_meter(l, m) end
+    local changed = cut_after(m, at)
+    if m.since ~= '' then pause(m, at); changed = true end
+    if changed then bump(m, now); save_meter(l, m) end
     return { 'starting', meter_out(m) }
   end
-  m.start_at = ''; m.start_claim = ''; m.since = ''; m.acc = '0'; m.paused_at = ''
+  m.start_at = ''; m.start_claim = ''; m.since = ''; m.acc = '0'; m.paused_at = ''; m.run_from = ''; m.run_to = ''
   save_meter(l, m)
   return { 'none' }
 end
+cut_after(m, at)
 pause(m, at)
+if N(m.paused_at) and N(m.paused_at) > at then m.paused_at = F(at) end
 pend_end(m, at)
 bump(m, now)
 save_meter(l, m)

@@ -15,6 +15,12 @@ export interface MeteredItem {
   cumulativeSeconds: number;
   at: Date;
   people?: number;
+  /**
+   * Not charged when the session's lesson was deleted before `at` (a pause the gateway applied
+   * before it noticed a deletion whose notice it missed): the deletion's end charges the session
+   * up to archived_at instead (realtime/presence/MeterMachine.ts cutAfter). Never set on an end.
+   */
+  unlessArchived?: boolean;
 }
 
 /** What a charge reads of a session row. */
@@ -89,7 +95,17 @@ export async function recordMeteredTimeBatch(sql: Sql, items: MeteredItem[]): Pr
         FROM unnest(${peopleRows.map((s) => s.id)}::bigint[], ${peopleRows.map((s) => bySession.get(s.id)!.people!)}::int[]) AS x(id, p)
         WHERE s.id = x.id`;
     }
-    const moving = sessions.filter((s) => !s.ended && bySession.get(s.id)!.cumulativeSeconds > s.seconds);
+    // items past their lesson's deletion, where asked (unlessArchived): only pauses ask, so a flush
+    // costs no lesson read
+    const asking = sessions.filter((s) => bySession.get(s.id)!.unlessArchived).map((s) => s.id);
+    const pastDeletion = new Set<number>();
+    if (asking.length > 0) {
+      const rows = await tx<{ id: number; archived_at: Date }[]>`
+        SELECT s.id, l.archived_at FROM sessions s JOIN lessons l ON l.id = s.lesson_id
+        WHERE s.id = ANY(${asking}::bigint[]) AND l.archived_at IS NOT NULL`;
+      for (const r of rows) if (r.archived_at.getTime() < bySession.get(Number(r.id))!.at.getTime()) pastDeletion.add(Number(r.id));
+    }
+    const moving = sessions.filter((s) => !s.ended && !pastDeletion.has(s.id) && bySession.get(s.id)!.cumulativeSeconds > s.seconds);
     if (moving.length === 0) return { seconds: 0, charged: 0 };
 
     // Moscow days: one query says, for every item, the day its last second fell

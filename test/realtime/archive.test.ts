@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApi } from '../helpers/api.js';
+import { balanceOf } from '../helpers/factories.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { join, TestClient } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
@@ -59,5 +60,30 @@ describe('DELETE /lessons/{id} with people in the lesson', () => {
     const [s] = await sessionsOf(sql, f.lesson.id);
     expect(s).toMatchObject({ seconds: 30, ended_at: archivedAt });
     expect(await eventsOf(sql, f.partner.id, 'lesson.ended')).toHaveLength(1);
+  });
+
+  it('bills nothing past archived_at when someone left after a deletion the node had not heard of yet', async () => {
+    const f = await lessonWithLinks(sql, { minutes: 100 });
+    const a = await join(gw.wsUrl(await f.link('a', { at: clock.now() })));
+    const b = await join(gw.wsUrl(await f.link('b', { at: clock.now() })));
+    const c = await join(gw.wsUrl(await f.link('c', { at: clock.now() })));
+    await gw.settle();
+    clock.advance(30_000);
+    const archivedAt = clock.now();
+    await sql`UPDATE lessons SET archived_at = ${archivedAt} WHERE id = ${f.lesson.id}`; // its notice missed
+    clock.advance(2_000);
+    await c.close(); // three to two: metering goes on
+    await gw.settle();
+    clock.advance(2_000);
+    await b.close(); // two to one: the pause is charged at once, 4 s past the deletion
+    await gw.settle();
+    clock.advance(1_000);
+    await gw.maintain(); // the flush finds the deletion and ends the session
+    expect(await a.waitClosed()).toBe(4410);
+    await gw.settle();
+    const [s] = await sessionsOf(sql, f.lesson.id);
+    expect(s).toMatchObject({ seconds: 30, charged_seconds: 30, ended_at: archivedAt });
+    expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(30);
+    expect(await balanceOf(sql, f.partner.id)).toBe(6000 - 30);
   });
 });

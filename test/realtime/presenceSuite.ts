@@ -291,6 +291,16 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(await p.archiveEnd(pending, T + 30_000, T + 36_000)).toEqual(kept); // asked again: the same
       expect((await p.tick([pending], T + 40_000))[0].meter).toMatchObject({ state: 'starting', accMs: 30_000 });
 
+      // a deletion noticed late (its notice missed): what ran past archived_at before a pause, and
+      // after a resume, comes off; the end's charge is dated at the deletion
+      const late = await running(22);
+      await join(late, 'c', 'cid', T);
+      await p.leave(late, 'b', T + 40_000); // three to two: still running
+      await p.leave(late, 'c', T + 45_000); // two to one: paused 15 s past the deletion
+      await join(late, 'b2', 'bob', T + 47_000); // resumed
+      const cut = await p.archiveEnd(late, T + 30_000, T + 50_000);
+      expect(cut).toMatchObject({ state: 'idle', pendingEnd: { sessionId: 22, seconds: 30, chargeAt: T + 30_000, endAt: T + 30_000 } });
+
       // a start decided at or after the deletion: dropped
       const other = lesson();
       await join(other, 'a', 'ann', T + 1000);
