@@ -1,7 +1,7 @@
 import { boardError } from './errors.js';
 import { BOARD_LIMITS as L, textSurcharge } from './limits.js';
 import { elementIdsOf, partition, reduce, type Applied, type BoardReplica, type Versioned } from './reducer.js';
-import type { BoardElement, BoardOp, BoardPage } from './schema.js';
+import { elementRefs, type BoardElement, type BoardOp, type BoardPage } from './schema.js';
 import type { Role } from '../domain/enums.js';
 
 /** Who sends an operation: the rules differ for teachers and students. */
@@ -163,6 +163,7 @@ export class BoardWork implements BoardReplica {
           if (!live) added += 1;
         }
         this.requireRoom(added, bytes);
+        this.requireSamePageRefs(applied.op.elements);
         return applied;
       }
       case 'element.delete': {
@@ -208,6 +209,24 @@ export class BoardWork implements BoardReplica {
       default: {
         const never: never = op;
         throw boardError('invalid', `unknown operation ${(never as { type: string }).type}`);
+      }
+    }
+  }
+
+  /**
+   * A label's shape and an arrow's ends are on the element's own page (the
+   * editor shows one page at a time, so only a hand-written client could do
+   * otherwise) and are not the element itself. A reference to an element that
+   * does not exist or was deleted is kept: it may arrive later in the order, or
+   * come back by an undo, and readers treat a dangling one as absent.
+   */
+  private requireSamePageRefs(elements: BoardElement[]): void {
+    const inOp = new Map(elements.map((e) => [e.id, e.page_id]));
+    for (const el of elements) {
+      for (const ref of elementRefs(el)) {
+        if (ref === el.id) throw boardError('invalid', `element ${el.id} refers to itself`);
+        const page = inOp.get(ref) ?? this.live(ref)?.page_id;
+        if (page !== undefined && page !== el.page_id) throw boardError('invalid', `element ${el.id} refers to ${ref}, which is on another page`);
       }
     }
   }
@@ -262,9 +281,10 @@ export class BoardWork implements BoardReplica {
   }
 }
 
-/** Ids of the elements a batch names (the store loads their state first). */
+/** Ids of the elements a batch names, and of those its elements refer to (the store loads their state first). */
 export function referencedElementIds(ops: BoardOp[]): string[] {
-  return [...new Set(ops.flatMap(elementIdsOf))];
+  const refs = ops.flatMap((op) => (op.type === 'element.add' || op.type === 'element.update' ? op.elements.flatMap(elementRefs) : []));
+  return [...new Set([...ops.flatMap(elementIdsOf), ...refs])];
 }
 
 /** Pages a batch deletes (the store loads their live elements first). */

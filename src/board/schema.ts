@@ -60,6 +60,18 @@ export const ShapeSchema = z
   .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size })
   .strict();
 const arrowhead = z.enum(['none', 'arrow', 'triangle', 'dot', 'bar']);
+/**
+ * An end of a line or arrow attached to another element (Excalidraw's
+ * PointBinding): the line follows that element when it moves. `focus` (-1..1)
+ * is where the line, extended, passes the element (0: through its centre);
+ * `gap` is the distance kept from its outline. The points stay the truth for
+ * drawing: a reader that ignores the binding draws the line where it is.
+ */
+export const BindingSchema = z
+  .object({ element_id: IdSchema, focus: z.number().finite().min(-1).max(1), gap: size })
+  .strict()
+  .meta({ id: 'BoardBinding' });
+export type Binding = z.infer<typeof BindingSchema>;
 export const LineSchema = z
   .object({
     ...base,
@@ -67,6 +79,9 @@ export const LineSchema = z
     points: z.array(point).min(2).max(L.linePoints),
     start_arrowhead: arrowhead.default('none'),
     end_arrowhead: arrowhead.default('none'),
+    /** absent: that end is free */
+    start_binding: BindingSchema.optional(),
+    end_binding: BindingSchema.optional(),
   })
   .strict();
 export const TextSchema = z
@@ -79,6 +94,11 @@ export const TextSchema = z
     align: z.enum(['left', 'center', 'right']).default('left'),
     width: size,
     height: size,
+    /**
+     * The shape (or arrow) this text is the label of: it moves with it. Absent:
+     * a free text. x, y, width, height are still the text's own box.
+     */
+    container_id: IdSchema.optional(),
   })
   .strict();
 export const FormulaSchema = z
@@ -107,6 +127,22 @@ export const VectorSchema = z
 const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema] as const;
 export const ElementSchema = z.discriminatedUnion('type', shapes).meta({ id: 'BoardElement' });
 export type BoardElement = z.infer<typeof ElementSchema>;
+
+/**
+ * Ids of the other elements an element points at (a label's shape, an arrow's
+ * ends). A reference may dangle (the element was deleted, or is not there
+ * yet): readers then treat it as absent.
+ */
+export function elementRefs(el: BoardElement): string[] {
+  if (el.type === 'text') return el.container_id ? [el.container_id] : [];
+  if (el.type === 'line' || el.type === 'arrow') {
+    const out: string[] = [];
+    if (el.start_binding) out.push(el.start_binding.element_id);
+    if (el.end_binding) out.push(el.end_binding.element_id);
+    return out;
+  }
+  return [];
+}
 
 export const PageSchema = z
   .object({ id: IdSchema, name: z.string().trim().min(1).max(L.pageName) })

@@ -3140,6 +3140,8 @@ export interface components {
              * @enum {string}
              */
             end_arrowhead: "none" | "arrow" | "triangle" | "dot" | "bar";
+            start_binding?: components["schemas"]["BoardBinding"];
+            end_binding?: components["schemas"]["BoardBinding"];
         } | {
             id: string;
             page_id: string;
@@ -3180,6 +3182,7 @@ export interface components {
             align: "left" | "center" | "right";
             width: number;
             height: number;
+            container_id?: string;
         } | {
             id: string;
             page_id: string;
@@ -3263,6 +3266,11 @@ export interface components {
             fill_style: "solid" | "hachure" | "cross-hatch";
             /** @default 100 */
             opacity: number;
+        };
+        BoardBinding: {
+            element_id: string;
+            focus: number;
+            gap: number;
         };
         UsageReport: {
             /**
