@@ -62,3 +62,27 @@ export const ink = (page: Page) =>
     for (let i = 0; i < d.length; i += 4) if (d[i] < 80 && d[i + 1] < 80 && d[i + 2] < 80 && d[i + 3] > 200) n++;
     return n;
   });
+
+/** Dark pixels (strokes and text, #1e1e1e) the board's canvas shows inside a box of canvas coordinates [x0, y0, x1, y1]. */
+export const inkIn = (page: Page, box: [number, number, number, number]) =>
+  page.evaluate(([x0, y0, x1, y1]) => {
+    const c = document.querySelector<HTMLCanvasElement>('[data-testid=board] canvas.static')!;
+    const k = c.width / c.clientWidth;
+    const w = Math.round((x1 - x0) * k);
+    const h = Math.round((y1 - y0) * k);
+    const d = c.getContext('2d')!.getImageData(Math.round(x0 * k), Math.round(y0 * k), w, h).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 80 && d[i + 1] < 80 && d[i + 2] < 80 && d[i + 3] > 200) n++;
+    return n;
+  }, box);
+
+/** Drags with the selection tool from one canvas point to another (moves what is there). */
+export async function dragFrom(page: Page, from: [number, number], to: [number, number]) {
+  await page.locator('[data-testid="toolbar-selection"]').click({ force: true });
+  const box = await canvasBox(page);
+  await page.mouse.move(box.x + from[0], box.y + from[1]);
+  await page.mouse.down();
+  await page.mouse.move(box.x + (from[0] + to[0]) / 2, box.y + (from[1] + to[1]) / 2, { steps: 5 });
+  await page.mouse.move(box.x + to[0], box.y + to[1], { steps: 5 });
+  await page.mouse.up();
+}

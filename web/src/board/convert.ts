@@ -1,5 +1,5 @@
 import { FONT_FAMILY } from '@excalidraw/excalidraw';
-import type { BoardElement } from '../../../src/board/schema.js';
+import type { Binding, BoardElement } from '../../../src/board/schema.js';
 
 /**
  * Excalidraw elements <-> our board format (docs/snapshot-format.md). The
@@ -39,8 +39,24 @@ export interface ExEl {
   fontFamily?: number;
   textAlign?: string;
   containerId?: string | null;
+  startBinding?: ExBinding | null;
+  endBinding?: ExBinding | null;
+  boundElements?: readonly ExBound[] | null;
   customData?: Record<string, unknown>;
   [k: string]: unknown;
+}
+
+/** Excalidraw's PointBinding (an elbow arrow's fixedPoint is not kept: elbow arrows are not either) */
+export interface ExBinding {
+  elementId: string;
+  focus: number;
+  gap: number;
+  fixedPoint?: readonly [number, number] | null;
+}
+/** An entry of a container's `boundElements`: a label (text) or an arrow attached to it */
+export interface ExBound {
+  id: string;
+  type: 'text' | 'arrow';
 }
 
 export type FormulaData = { kind: 'formula'; latex: string; fontSize: number };
@@ -62,6 +78,48 @@ const HEAD_TO_OURS: Record<string, 'none' | 'arrow' | 'triangle' | 'dot' | 'bar'
 const FONT_TO_OURS = (f?: number): 'hand' | 'sans' | 'code' =>
   f === FONT_FAMILY.Cascadia || f === FONT_FAMILY['Comic Shanns'] ? 'code' : f === FONT_FAMILY.Nunito || f === FONT_FAMILY.Helvetica || f === FONT_FAMILY['Liberation Sans'] ? 'sans' : 'hand';
 const OURS_TO_FONT = { hand: FONT_FAMILY.Excalifont, sans: FONT_FAMILY.Nunito, code: FONT_FAMILY['Comic Shanns'] };
+
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** A reference to another element, when it is one the board can store. */
+const ref = (id: unknown, self: string): string | undefined => (typeof id === 'string' && ID.test(id) && id !== self ? id : undefined);
+function bindingFrom(b: ExBinding | null | undefined, self: string): Binding | undefined {
+  const id = ref(b?.elementId, self);
+  if (!b || !id) return undefined;
+  const focus = Number.isFinite(b.focus) ? Math.round(Math.max(-1, Math.min(1, b.focus)) * 10_000) / 10_000 : 0;
+  return { element_id: id, focus, gap: clampNum(Math.max(0, b.gap || 0), 100_000) };
+}
+const bindingTo = (b: Binding | undefined): ExBinding | null => (b ? { elementId: b.element_id, focus: b.focus, gap: b.gap } : null);
+
+/**
+ * What is attached to each element (Excalidraw's `boundElements`), derived
+ * from the elements that point at it: a label's `container_id`, an arrow's
+ * bindings. The board stores the relation once, on the label and the arrow,
+ * so the two sides can never disagree, whatever order concurrent writes land
+ * in (docs/snapshot-format.md, "Labels and attached arrows").
+ */
+export function boundIndex(elements: Iterable<BoardElement>): Map<string, ExBound[]> {
+  const out = new Map<string, ExBound[]>();
+  const add = (target: string, b: ExBound) => {
+    const list = out.get(target);
+    if (!list) out.set(target, [b]);
+    else if (!list.some((x) => x.id === b.id)) list.push(b);
+  };
+  for (const el of elements) {
+    if (el.type === 'text' && el.container_id) add(el.container_id, { id: el.id, type: 'text' });
+    else if (el.type === 'arrow' || el.type === 'line') {
+      if (el.start_binding) add(el.start_binding.element_id, { id: el.id, type: 'arrow' });
+      if (el.end_binding) add(el.end_binding.element_id, { id: el.id, type: 'arrow' });
+    }
+  }
+  return out;
+}
+
+/** The same set of attached elements (order aside)? */
+export function sameBound(a: readonly ExBound[] | null | undefined, b: readonly ExBound[] | null | undefined): boolean {
+  const x = a ?? [];
+  const y = b ?? [];
+  return x.length === y.length && x.every((e) => y.some((f) => f.id === e.id && f.type === e.type));
+}
 
 /** Our element for an Excalidraw element on `pageId`; null for what the board does not store (images, frames...). */
 export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
@@ -112,15 +170,21 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         const last = pts[pts.length - 1];
         return { ...base, type: 'vector', dx: last[0], dy: last[1], label: String(data.label ?? '').slice(0, 60), magnitude: typeof data.magnitude === 'number' ? data.magnitude : null, unit: String(data.unit ?? '').slice(0, 20) };
       }
+      const startBinding = bindingFrom(ex.startBinding, ex.id);
+      const endBinding = bindingFrom(ex.endBinding, ex.id);
       return {
         ...base,
         type: ex.type,
         points: pts,
         start_arrowhead: HEAD_TO_OURS[ex.startArrowhead ?? ''] ?? 'none',
         end_arrowhead: HEAD_TO_OURS[ex.endArrowhead ?? ''] ?? 'none',
+        // a free end has no field at all: elements drawn before bindings were kept read as before
+        ...(startBinding ? { start_binding: startBinding } : {}),
+        ...(endBinding ? { end_binding: endBinding } : {}),
       };
     }
-    case 'text':
+    case 'text': {
+      const container = ref(ex.containerId, ex.id);
       return {
         ...base,
         ...size,
@@ -129,13 +193,19 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         font_size: Math.max(4, Math.min(400, ex.fontSize ?? 20)),
         font_family: FONT_TO_OURS(ex.fontFamily),
         align: (['left', 'center', 'right'].includes(ex.textAlign ?? '') ? ex.textAlign : 'left') as 'left',
+        ...(container ? { container_id: container } : {}),
       };
+    }
   }
   return null;
 }
 
-/** An Excalidraw element (skeleton: restoreElements fills the rest) for one of ours, with its version stamp. */
-export function toExcalidraw(el: BoardElement, roughness: number): Partial<ExEl> & { id: string; type: string } {
+/**
+ * An Excalidraw element (skeleton: restoreElements fills the rest) for one of
+ * ours, with its version stamp. `bound`: what is attached to it (boundIndex
+ * of the elements shown with it), so the editor moves labels and arrows with it.
+ */
+export function toExcalidraw(el: BoardElement, roughness: number, bound: readonly ExBound[] | null = null): Partial<ExEl> & { id: string; type: string } {
   const common = {
     id: el.id,
     x: el.x,
@@ -155,7 +225,7 @@ export function toExcalidraw(el: BoardElement, roughness: number): Partial<ExEl>
     isDeleted: false,
     groupIds: [],
     frameId: null,
-    boundElements: null,
+    boundElements: bound?.length ? bound.map((b) => ({ ...b })) : null,
     link: null,
     updated: Date.now(),
   };
@@ -187,11 +257,12 @@ export function toExcalidraw(el: BoardElement, roughness: number): Partial<ExEl>
       const xs = el.points.map((p) => p[0]);
       const ys = el.points.map((p) => p[1]);
       const head = (h: string) => (h === 'none' ? null : h);
-      return { ...common, type: el.type, points: el.points, width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys), startArrowhead: head(el.start_arrowhead), endArrowhead: head(el.end_arrowhead), roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null };
+      return { ...common, type: el.type, points: el.points, width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys), startArrowhead: head(el.start_arrowhead), endArrowhead: head(el.end_arrowhead), roundness: null, lastCommittedPoint: null, startBinding: bindingTo(el.start_binding), endBinding: bindingTo(el.end_binding) };
     }
     case 'vector':
       return { ...common, type: 'arrow', points: [[0, 0], [el.dx, el.dy]], width: Math.abs(el.dx), height: Math.abs(el.dy), startArrowhead: null, endArrowhead: 'triangle', roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null, customData: { kind: 'vector', label: el.label, magnitude: el.magnitude, unit: el.unit } };
     case 'text':
-      return { ...common, type: 'text', text: el.text, originalText: el.text, fontSize: el.font_size, fontFamily: OURS_TO_FONT[el.font_family], textAlign: el.align, verticalAlign: 'top', width: el.width, height: el.height, containerId: null, autoResize: true, lineHeight: 1.25 };
+      // a label sits in the middle of its shape (Excalidraw's default for a label; the x, y sent are where it is)
+      return { ...common, type: 'text', text: el.text, originalText: el.text, fontSize: el.font_size, fontFamily: OURS_TO_FONT[el.font_family], textAlign: el.align, verticalAlign: el.container_id ? 'middle' : 'top', width: el.width, height: el.height, containerId: el.container_id ?? null, autoResize: true, lineHeight: 1.25 };
   }
 }

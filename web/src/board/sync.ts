@@ -2,7 +2,7 @@ import { isNewer, LiveBoard, reduce, withoutSkipped } from '../../../src/board/r
 import { DEFAULT_PAGES, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
 import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import type { Role } from '../../../src/domain/enums.js';
-import { fromExcalidraw, isSyncable, toExcalidraw, type ExEl } from './convert.js';
+import { boundIndex, fromExcalidraw, isSyncable, sameBound, toExcalidraw, type ExEl } from './convert.js';
 import { byteLength, fitElement, FRAME_OVERHEAD } from './fit.js';
 
 type StateMsg = Extract<ServerMessage, { type: 'board.state' }>;
@@ -463,11 +463,18 @@ export class BoardSync {
         wanted.set(id, { el: conf ?? null, tomb: c.t, stamp: stamp(c.t) });
       }
     }
+    // labels and arrows attached to a shape: the shape's side of the relation follows from theirs
+    const bound = boundIndex([...wanted.values()].flatMap((w) => (w.el && !w.tomb ? [w.el] : [])));
     for (const [id, w] of wanted) {
       const cur = scene.get(id);
       const want = w.stamp;
       if (cur && this.from.get(id) === want && cur.isDeleted === !!w.tomb) {
-        out.push(cur);
+        const b = bound.get(id) ?? null;
+        if (w.tomb || sameBound(cur.boundElements, b)) out.push(cur);
+        else {
+          changed = true;
+          out.push({ ...cur, boundElements: b });
+        }
         continue;
       }
       changed = true;
@@ -480,7 +487,7 @@ export class BoardSync {
         }
         continue;
       }
-      out.push(toExcalidraw(w.el!, this.host.roughness));
+      out.push(toExcalidraw(w.el!, this.host.roughness, bound.get(id)));
       fresh.add(id);
     }
     for (const cur of scene.values()) {

@@ -1,0 +1,145 @@
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { dragFrom, drawRect, inkIn, showsExactly } from './actions.js';
+
+/** Draws an arrow by dragging with the arrow tool (canvas coordinates). */
+async function drawArrow(page: Page, from: [number, number], to: [number, number]) {
+  await page.locator('[data-testid="toolbar-arrow"]').click({ force: true });
+  const box = (await page.locator('[data-testid=board] canvas').last().boundingBox())!;
+  await page.mouse.move(box.x + from[0], box.y + from[1]);
+  await page.mouse.down();
+  await page.mouse.move(box.x + (from[0] + to[0]) / 2, box.y + (from[1] + to[1]) / 2, { steps: 4 });
+  await page.mouse.move(box.x + to[0], box.y + to[1], { steps: 4 });
+  await page.mouse.up();
+}
+import { ARTIFACTS, startSession } from './session.js';
+
+/**
+ * Labels inside shapes and arrows attached to shapes (docs/snapshot-format.md,
+ * "Labels and attached arrows"): one person makes them, the other moves the
+ * shape with the mouse; both screens, a reload and the partner's snapshot keep
+ * them together.
+ */
+const s = await startSession();
+
+type El = { id: string; type: string; x: number; y: number; width: number; height: number; points?: [number, number][]; container_id?: string; start_binding?: { element_id: string }; end_binding?: { element_id: string } };
+const elements = async (lessonId: string) => (await s.snapshot(lessonId)).elements as unknown as El[];
+
+/** The box [x0, y0, x1, y1] of the rectangle drawn at (x, y) with size (w, h), shrunk by `inset` (negative: grown). */
+const area = (x: number, y: number, w: number, h: number, inset: number): [number, number, number, number] => [x + inset, y + inset, x + w - inset, y + h - inset];
+
+describe('labels and arrows attached to shapes', () => {
+  it('keeps a label inside its rectangle when the other person moves it: both screens, the snapshot, a reload', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    // the teacher draws a rectangle and types a label into it (double-click inside, type)
+    const [x, y, w, h] = [450, 250, 240, 120];
+    await drawRect(a, [x, y], [w, h]);
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await a.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
+    await a.keyboard.type('Label');
+    await a.keyboard.press('Escape');
+    await expect.poll(async () => (await elements(lesson.id)).map((e) => e.type).sort(), { timeout: 10_000 }).toEqual(['rectangle', 'text']);
+    await showsExactly(b, 2);
+    const rect0 = (await elements(lesson.id)).find((e) => e.type === 'rectangle')!;
+
+    // the student moves the rectangle 200 down by its left edge
+    await dragFrom(b, [x, y + h / 2], [x, y + h / 2 + 200]);
+    await expect.poll(async () => (await elements(lesson.id)).find((e) => e.type === 'rectangle')!.y, { timeout: 10_000 }).toBeGreaterThan(rect0.y + 150);
+    // both screens: nothing left where the rectangle was, the label inside the moved one
+    const screen = async (p: Page) => ({ old: await inkIn(p, area(x, y, w, h, -6)), label: (await inkIn(p, area(x, y + 200, w, h, 12))) > 20 });
+    const want = { old: 0, label: true };
+    try {
+      await expect.poll(() => screen(b), { timeout: 10_000 }).toEqual(want);
+      await expect.poll(() => screen(a), { timeout: 10_000 }).toEqual(want);
+    } finally {
+      await a.screenshot({ path: path.join(ARTIFACTS, 'bindings-label-teacher.png') });
+      await b.screenshot({ path: path.join(ARTIFACTS, 'bindings-label-student.png') });
+    }
+    // the snapshot: the label moved with it, still its label, its middle inside the rectangle
+    const moved = async () => {
+      const els = await elements(lesson.id);
+      const r = els.find((e) => e.type === 'rectangle')!;
+      const t = els.find((e) => e.type === 'text')!;
+      const cx = t.x + t.width / 2;
+      const cy = t.y + t.height / 2;
+      return { contained: t.container_id === r.id, inside: cx > r.x && cx < r.x + r.width && cy > r.y && cy < r.y + r.height };
+    };
+    await expect.poll(moved, { timeout: 10_000 }).toEqual({ contained: true, inside: true });
+
+    // a reload (and so a late join) shows it the same
+    await a.reload();
+    await a.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 20_000 });
+    await showsExactly(a, 2);
+    await expect.poll(() => screen(a), { timeout: 10_000 }).toEqual(want);
+    await a.screenshot({ path: path.join(ARTIFACTS, 'bindings-label-teacher-reloaded.png') });
+    expect(await moved()).toEqual({ contained: true, inside: true });
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 120_000);
+
+  it('keeps an arrow attached to both rectangles when the other person moves one: both screens, the snapshot, a reload', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    // two rectangles side by side, an arrow from the right edge of the first to the left edge of the second
+    await drawRect(a, [350, 250], [150, 100]);
+    await drawRect(a, [650, 250], [150, 100]);
+    await drawArrow(a, [506, 300], [644, 300]);
+    await a.keyboard.press('Escape');
+    await expect.poll(async () => (await elements(lesson.id)).length, { timeout: 10_000 }).toBe(3);
+    await showsExactly(b, 3);
+    const r2y = async () => (await elements(lesson.id)).filter((e) => e.type === 'rectangle').sort((p, q) => p.x - q.x)[1].y;
+    const y0 = await r2y();
+
+    // the student drags the second rectangle 150 down by its right edge
+    await dragFrom(b, [800, 300], [800, 450]);
+    await expect.poll(r2y, { timeout: 10_000 }).toBeGreaterThan(y0 + 100);
+    // both screens: the arrow no longer runs straight across at y 300, it goes down to the moved rectangle
+    const screen = async (p: Page) => ({ straight: await inkIn(p, [560, 290, 590, 310]), down: (await inkIn(p, [520, 310, 640, 440])) > 10 });
+    const want = { straight: 0, down: true };
+    try {
+      await expect.poll(() => screen(b), { timeout: 10_000 }).toEqual(want);
+      await expect.poll(() => screen(a), { timeout: 10_000 }).toEqual(want);
+    } finally {
+      await a.screenshot({ path: path.join(ARTIFACTS, 'bindings-arrow-teacher.png') });
+      await b.screenshot({ path: path.join(ARTIFACTS, 'bindings-arrow-student.png') });
+    }
+    // the snapshot: still attached at both ends, its end at the moved rectangle
+    const attached = async () => {
+      const els = await elements(lesson.id);
+      const [r1, r2] = els.filter((e) => e.type === 'rectangle').sort((p, q) => p.x - q.x);
+      const ar = els.find((e) => e.type === 'arrow')!;
+      const [ex, ey] = ar.points!.at(-1)!;
+      const end = [ar.x + ex, ar.y + ey];
+      return {
+        start: ar.start_binding?.element_id === r1.id,
+        end: ar.end_binding?.element_id === r2.id,
+        endAtMoved: end[0] > r2.x - 30 && end[0] < r2.x + r2.width + 30 && end[1] > r2.y - 30 && end[1] < r2.y + r2.height + 30,
+      };
+    };
+    await expect.poll(attached, { timeout: 10_000 }).toEqual({ start: true, end: true, endAtMoved: true });
+
+    await a.reload();
+    await a.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 20_000 });
+    await showsExactly(a, 3);
+    await expect.poll(() => screen(a), { timeout: 10_000 }).toEqual(want);
+    // and after the reload, the teacher's own move of the first rectangle takes the arrow along too
+    await dragFrom(a, [350, 300], [350, 150]);
+    await expect
+      .poll(async () => {
+        const els = await elements(lesson.id);
+        const r1 = els.filter((e) => e.type === 'rectangle').sort((p, q) => p.x - q.x)[0];
+        const ar = els.find((e) => e.type === 'arrow')!;
+        return { moved: r1.y < 200, arrowStart: ar.y < r1.y + r1.height + 30 && ar.y > r1.y - 30 };
+      }, { timeout: 10_000 })
+      .toEqual({ moved: true, arrowStart: true });
+    expect(await attached()).toMatchObject({ start: true, end: true });
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 120_000);
+});
