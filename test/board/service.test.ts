@@ -23,6 +23,20 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 }
 
 describe('BoardService on two nodes sharing Postgres and Redis', () => {
+  it('stores a label\'s container_id, and refuses one naming a stored shape on another page (the store loads it)', async () => {
+    const lesson = await newLesson(nodeA.deps.sql);
+    await nodeA.board.submit(lesson.id, { type: 'page.add', page: { id: 'p2', name: 'Page 2' }, after_page_id: null }, teacher);
+    await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('r1'), rect('r2', { page_id: 'p2' })] }, teacher);
+    // the shape is stored, not in the operation: only the store's load lets the rule see its page
+    expect(await refusal(nodeB.board.submit(lesson.id, { type: 'element.add', elements: [text('t2', 'Label', { container_id: 'r2' })] }, student))).toBe('invalid');
+    const ok = await nodeB.board.submit(lesson.id, { type: 'element.add', elements: [text('t1', 'Label', { container_id: 'r1' }), text('t3', 'Gone', { container_id: 'nowhere' })] }, student);
+    expect(ok.seq).toBe(3);
+    const read = await nodeA.board.read(lesson.id);
+    expect(read.elements.find((e) => e.id === 't1')).toMatchObject({ container_id: 'r1' });
+    expect(read.elements.find((e) => e.id === 't3')).toMatchObject({ container_id: 'nowhere' });
+    expect(read.elements.map((e) => e.id).sort()).toEqual(['r1', 'r2', 't1', 't3']);
+  });
+
   it('orders concurrent operations from two nodes into one gapless sequence that both nodes relay identically', async () => {
     const lesson = await newLesson(nodeA.deps.sql);
     const onA = recorder();
