@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { dragFrom, drawRect, inkIn, showsExactly } from './actions.js';
+import { dragFrom, drawRect, drawStroke, inkIn, showsExactly } from './actions.js';
 
 /** Draws an arrow by dragging with the arrow tool (canvas coordinates). */
 async function drawArrow(page: Page, from: [number, number], to: [number, number]) {
@@ -138,6 +138,41 @@ describe('labels and arrows attached to shapes', () => {
       }, { timeout: 10_000 })
       .toEqual({ moved: true, arrowStart: true });
     expect(await attached()).toMatchObject({ start: true, end: true });
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 120_000);
+
+  it('keeps a label typed while the other person draws (their strokes redraw the typist\'s scene) in its shape', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    const [x, y, w, h] = [450, 250, 240, 120];
+    await drawRect(a, [x, y], [w, h]);
+    await showsExactly(b, 1);
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await a.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
+    await a.keyboard.type('La');
+    // the student's stroke arrives on the teacher's page while she is typing
+    await drawStroke(b, [400, 550], 200, 8);
+    await expect.poll(async () => (await elements(lesson.id)).some((e) => e.type === 'freehand'), { timeout: 10_000 }).toBe(true);
+    const seq = (await s.snapshot(lesson.id)).seq;
+    await a.waitForFunction((k) => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-seq')) >= k, seq, { timeout: 10_000 });
+    await a.keyboard.type('bel');
+    await a.keyboard.press('Escape');
+    // (what she typed so far may be stored before the rest: wait for the whole label)
+    const labelled = async () => {
+      const els = await elements(lesson.id);
+      const t = els.find((e) => e.type === 'text') as (El & { text?: string }) | undefined;
+      return { types: els.map((e) => e.type).sort(), text: t?.text, inRect: t?.container_id === els.find((e) => e.type === 'rectangle')?.id };
+    };
+    await expect.poll(labelled, { timeout: 10_000 }).toEqual({ types: ['freehand', 'rectangle', 'text'], text: 'Label', inRect: true });
+    // and it moves with the shape when the student moves it
+    await showsExactly(b, 3);
+    await dragFrom(b, [x, y + h / 2], [x, y + h / 2 - 120]);
+    const screen = async (p: Page) => ({ label: (await inkIn(p, area(x, y - 120, w, h, 12))) > 20, old: await inkIn(p, [x + 12, y + h - 10, x + w - 12, y + h + 6]) });
+    await expect.poll(() => screen(b), { timeout: 10_000 }).toEqual({ label: true, old: 0 });
+    await expect.poll(() => screen(a), { timeout: 10_000 }).toEqual({ label: true, old: 0 });
     expect([...a.errors, ...b.errors]).toEqual([]);
     await a.context().close();
     await b.context().close();
