@@ -1,11 +1,12 @@
 import { CaptureUpdateAction, Excalidraw, getCommonBounds, getVisibleSceneBounds, newElementWith, restoreElements } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
-import { useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import type { BoardOp } from '../../../src/board/schema.js';
 import type { ClientMessage } from '../../../realtime/protocol/clientMessages.js';
 import type { Role } from '../../../src/domain/enums.js';
 import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import type { ExEl } from './convert.js';
+import { preloadBoardFonts } from './fonts.js';
 import { Overlays, type Viewport } from './Overlays.js';
 import { BoardMenu } from '../ui/BoardMenu.js';
 import { PageBar } from './PageBar.js';
@@ -118,6 +119,13 @@ export function Board(props: {
       }, 60);
     }
   };
+
+  // The fonts in memory before anyone types (a text is measured once, with what the browser has then):
+  // right after the board is first shown, so they never hold up the board itself; until then nobody can draw.
+  const shownOnce = !!view;
+  useEffect(() => {
+    if (shownOnce) preloadBoardFonts();
+  }, [shownOnce]);
 
   const submit = (op: BoardOp) => sync.submit(op);
   /** The teacher's "Clear this page": every element of the page shown deleted, as one step of their undo. */
