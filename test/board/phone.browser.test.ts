@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { drawRect, goToPage, ink, showsExactly } from './actions.js';
-import { PHONE, startPageStack } from './browser.js';
+import { LAPTOP, PHONE, startPageStack } from './browser.js';
 
 /**
  * The lesson on a phone (issue 12, point 7): 390 x 844 with touch, as an
@@ -124,4 +124,54 @@ describe('the lesson page on a phone', () => {
     await stack.shot(page, 'phone-formulas-scrolled');
     await page.context().close();
   }, 120_000);
+
+  // A short, wide window got the stacked phone layout (by width alone): at 800 x 500 about 100 px of
+  // board were left between Excalidraw's toolbars and the chat showed no line. Each size below is a
+  // window a lesson is opened in: a small laptop window, a phone on its side, a netbook. The call is
+  // on (a `full` lesson), so its tiles take their room in the panel too.
+  for (const [width, height, phone, subject] of [[800, 500, false, 'math'], [844, 390, true, 'generic'], [740, 360, true, 'physics'], [1024, 600, false, 'generic']] as const) {
+    it(`leaves room to draw and to read the chat in a short, wide window (${width} x ${height}, ${subject})`, async () => {
+      const l = await stack.lesson('full', subject);
+      const teacher = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'));
+      const options = phone ? { ...PHONE, viewport: { width, height } } : { ...LAPTOP, viewport: { width, height } };
+      const page = await stack.open(await l.url('s1', 'Boris', 'student'), options);
+      const lines = ['Hello Boris, can you see the board?', 'Draw the forces on the block, please.', 'We start with gravity.'];
+      for (const text of lines) {
+        await teacher.getByLabel('Message').fill(text);
+        await teacher.getByRole('button', { name: 'Send', exact: true }).click();
+      }
+      await page.getByText(lines[2]).waitFor();
+      await stack.shot(page, `short-${width}x${height}`);
+
+      // nothing off screen, no scrolling of the page itself
+      expect(await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight])).toEqual([width, height]);
+      // the board: most of the window's height, and at least half its width
+      const board = await rectOf(page, '[data-testid=board]');
+      expect(board.height, 'board height').toBeGreaterThanOrEqual(height * 0.7);
+      expect(board.width, 'board width').toBeGreaterThanOrEqual(width * 0.5);
+      // the chat: the newest lines on screen, and its input
+      const chat = await rectOf(page, '[data-testid=chat]');
+      expect(within(chat, width, height)).toBe(true);
+      for (const text of lines.slice(1)) {
+        const line = (await page.getByText(text).boundingBox())!;
+        expect(line.y >= chat.y && line.y + line.height <= chat.y + chat.height + 0.5, `"${text}" is in view`).toBe(true);
+      }
+      expect(within(await rectOf(page, 'input[aria-label=Message]'), width, height)).toBe(true);
+      expect(within(await rectOf(page, '.chat form button'), width, height), 'Send on screen').toBe(true);
+      // the subject tools on the board, clear of Excalidraw's toolbar
+      if (subject !== 'generic') {
+        const tool = await rectOf(page, '[data-testid=tool-formula]');
+        expect(within(tool, width, height) && tool.x + tool.width <= board.x + board.width, 'formula button on the board').toBe(true);
+        const toolbar = await page.locator('[data-testid="toolbar-rectangle"]').evaluate((e) => e.closest('.Island')!.getBoundingClientRect().toJSON() as Rect);
+        expect(overlap(tool, toolbar), 'formula button under the toolbar').toBe(false);
+      }
+      // and drawing works there
+      await drawRect(page, [Math.round(board.width / 2) - 60, Math.round(board.height / 2) - 40], [120, 80]);
+      await showsExactly(teacher, 1);
+      await stack.shot(page, `short-${width}x${height}-drawn`);
+      expect(page.errors).toEqual([]);
+      await page.context().close();
+      await teacher.context().close();
+    }, 120_000);
+  }
 });
