@@ -119,8 +119,11 @@ export function reduce(r: BoardReplica, op: BoardOp): Applied | null {
     }
     case 'page.add': {
       const at = op.after_page_id ? r.pages.findIndex((p) => p.id === op.after_page_id) + 1 : r.pages.length;
-      r.pages = [...r.pages.slice(0, at), op.page, ...r.pages.slice(at)];
-      break;
+      // two people pressing "+" at once both name their page after the same board: the later one in
+      // the order takes the next free number, the same on every replica (they reduce the same pages)
+      const page = r.pages.some((p) => p.name === op.page.name) && DEFAULT_NAME.test(op.page.name) ? { ...op.page, name: nextPageName(r.pages) } : op.page;
+      r.pages = [...r.pages.slice(0, at), page, ...r.pages.slice(at)];
+      return { op: page === op.page ? op : { ...op, page }, skipped: [] };
     }
     case 'page.rename':
       r.pages = r.pages.map((p) => (p.id === op.page_id ? { ...p, name: op.name } : p));
@@ -143,6 +146,19 @@ export function reduce(r: BoardReplica, op: BoardOp): Applied | null {
       break;
   }
   return { op, skipped: [] };
+}
+
+const DEFAULT_NAME = /^Page (\d+)$/;
+
+/**
+ * The default name of a new page: "Page N", N one above the highest number an existing
+ * "Page N" has, so no tab repeats a name (not the count of pages: after "Page 2" is deleted,
+ * a third page would be a second "Page 3").
+ */
+export function nextPageName(pages: readonly BoardPage[]): string {
+  let top = 0;
+  for (const p of pages) top = Math.max(top, Number(DEFAULT_NAME.exec(p.name)?.[1] ?? 0));
+  return `Page ${top + 1}`;
 }
 
 /** Ids of the elements one operation names. */

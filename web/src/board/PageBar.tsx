@@ -1,3 +1,4 @@
+import { nextPageName } from '../../../src/board/reducer.js';
 import type { BoardOp } from '../../../src/board/schema.js';
 import type { Role } from '../../../src/domain/enums.js';
 import { useEffect, useRef } from 'react';
@@ -62,7 +63,7 @@ export function PageBar(props: { view: SyncView; role: Role; locked: boolean; go
         <button
           className="page-add"
           aria-label="Add page"
-          onClick={() => props.submit({ type: 'page.add', page: { id: newPageId(), name: `Page ${view.pages.length + 1}` }, after_page_id: null })}
+          onClick={() => props.submit({ type: 'page.add', page: { id: newPageId(), name: nextPageName(view.pages) }, after_page_id: null })}
         >
           +
         </button>

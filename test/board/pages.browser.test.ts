@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { startPageStack, type Watched } from './browser.js';
+
+/**
+ * Pages as people use them (docs/board.md, "Pages"): the names new tabs get,
+ * the page a reload comes back to, what a person is told when their page goes
+ * away, and where a stroke in progress ends up when the page changes under the
+ * pen. Chromium against the real gateway; only the mouse, the keyboard and
+ * what the page shows.
+ */
+const stack = await startPageStack();
+
+const tabNames = (page: Watched) => page.locator('.page-tab').allInnerTexts();
+const addPage = async (page: Watched, tabs: number) => {
+  await page.getByRole('button', { name: 'Add page' }).click();
+  await page.locator(`[data-testid=page-tab-${tabs}][aria-current=page]`).waitFor();
+};
+
+describe('pages', () => {
+  it('names a new page with a number no tab has, after a deletion and when two people add one at once', async () => {
+    const { a, b } = await stack.teacherAndStudent('board_only', 'generic');
+    await addPage(a, 1);
+    await addPage(a, 2);
+    await a.locator('[data-testid=page-tab-1]').click();
+    await a.getByRole('button', { name: 'Delete page Page 2' }).click(); // the dialog is accepted
+    await a.locator('[data-testid=page-tab-2]').waitFor({ state: 'detached' });
+    await addPage(a, 2);
+    expect(await tabNames(a)).toEqual(['Page 1', 'Page 3', 'Page 4']);
+    // both press "+" at the same moment, with the same three tabs on screen
+    await expect.poll(() => tabNames(b)).toEqual(['Page 1', 'Page 3', 'Page 4']);
+    // (a click each, at one instant of the machine's clock: two playwright clicks in a row are
+    // far enough apart that the second page already shows the first one's tab)
+    const at = Date.now() + 300;
+    const press = (page: Watched) => page.evaluate((t) => setTimeout(() => document.querySelector<HTMLButtonElement>('.page-add')!.click(), t - Date.now()), at);
+    await Promise.all([press(a), press(b)]);
+    for (const page of [a, b]) await page.locator('[data-testid=page-tab-4]').waitFor();
+    const names = await tabNames(a);
+    expect(new Set(names).size, names.join(', ')).toBe(5);
+    expect(names.slice(3).sort()).toEqual(['Page 5', 'Page 6']);
+    expect(await tabNames(b)).toEqual(names);
+    await a.context().close();
+    await b.context().close();
+  }, 90_000);
+});
