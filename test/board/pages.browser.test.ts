@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { drawRect, showsExactly } from './actions.js';
 import { startPageStack, type Watched } from './browser.js';
 
 /**
@@ -11,6 +12,11 @@ import { startPageStack, type Watched } from './browser.js';
 const stack = await startPageStack();
 
 const tabNames = (page: Watched) => page.locator('.page-tab').allInnerTexts();
+const reload = async (page: Watched) => {
+  await page.reload();
+  await page.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 30_000 });
+};
+const current = (page: Watched) => page.locator('.page-tab[aria-current=page]').innerText();
 const addPage = async (page: Watched, tabs: number) => {
   await page.getByRole('button', { name: 'Add page' }).click();
   await page.locator(`[data-testid=page-tab-${tabs}][aria-current=page]`).waitFor();
@@ -38,6 +44,33 @@ describe('pages', () => {
     expect(new Set(names).size, names.join(', ')).toBe(5);
     expect(names.slice(3).sort()).toEqual(['Page 5', 'Page 6']);
     expect(await tabNames(b)).toEqual(names);
+    await a.context().close();
+    await b.context().close();
+  }, 90_000);
+
+  it('brings a person back to the page they were on after a reload, unless the teacher pinned another', async () => {
+    const { a, b } = await stack.teacherAndStudent('board_only', 'generic');
+    await addPage(b, 1);
+    await addPage(b, 2);
+    await drawRect(b, [300, 200], [160, 100]);
+    await showsExactly(b, 1);
+    await reload(b);
+    expect(await current(b)).toBe('Page 3');
+    await showsExactly(b, 1); // their drawing, not an empty first page
+    // the pin wins over the page a reload remembers
+    await a.locator('[data-testid=page-tab-1]').click();
+    await a.locator('[data-testid=pin]').click();
+    await b.locator('[data-testid=page-tab-1].current.pinned').waitFor({ timeout: 10_000 });
+    await reload(b);
+    expect(await current(b)).toBe('Page 2');
+    await a.locator('[data-testid=unpin]').click();
+    await b.waitForFunction(() => !(document.querySelector('[data-testid=page-tab-0]') as HTMLButtonElement).disabled);
+    await b.locator('[data-testid=page-tab-2]').click();
+    await reload(b);
+    expect(await current(b)).toBe('Page 3');
+    // the teacher too, and each tab keeps its own
+    await reload(a);
+    expect(await current(a)).toBe('Page 2');
     await a.context().close();
     await b.context().close();
   }, 90_000);

@@ -24,7 +24,29 @@ export interface BoardHandle {
  * selection, undo/redo, colours, zoom/pan) plus our pages, subject tools and
  * overlays, kept in step with the server by BoardSync.
  */
+/**
+ * The page each person is on, per lesson and per tab (sessionStorage: a reload of the tab keeps it,
+ * another tab or a later visit starts on the first page). Storage can be refused (an embedding
+ * page's settings, a full quota): then a reload starts on the first page, as before.
+ */
+const pageKey = (lessonId: string) => `board.page.${lessonId}`;
+const lastPage = (lessonId: string): string | null => {
+  try {
+    return sessionStorage.getItem(pageKey(lessonId));
+  } catch {
+    return null;
+  }
+};
+const rememberPage = (lessonId: string, page: string) => {
+  try {
+    sessionStorage.setItem(pageKey(lessonId), page);
+  } catch {
+    // not kept: see above
+  }
+};
+
 export function Board(props: {
+  lessonId: string;
   role: Role;
   subject: SubjectMode;
   /** the gateway's frame limit (welcome.limits.max_payload_bytes): operations are cut to fit */
@@ -72,8 +94,12 @@ export function Board(props: {
         },
         now: () => performance.now(),
         send: (m) => props.send(m),
-        changed: (v) => setView({ ...v }),
+        changed: (v) => {
+          setView({ ...v });
+          rememberPage(props.lessonId, v.page);
+        },
         notify: props.notify,
+        lastPage: lastPage(props.lessonId),
         roughness: setup.roughness,
         role: props.role,
         maxFrameBytes: props.maxFrameBytes,

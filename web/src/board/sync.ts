@@ -35,6 +35,8 @@ export interface SyncHost {
   send(msg: { type: 'board.op'; ref: string; op: BoardOp } | { type: 'board.sync'; since: number } | StrokeOut): boolean;
   changed(view: SyncView): void;
   notify(text: string): void;
+  /** the page this person was on before the page was reloaded (Board.tsx keeps it per lesson), if any */
+  lastPage: string | null;
   roughness: number;
   role: Role;
   /** largest frame the gateway accepts (a bigger one closes the socket with 4413) */
@@ -99,7 +101,8 @@ export class BoardSync {
   private outbox = new Map<string, Change>();
   private inflight = new Map<string, { op: BoardOp; changes: Change[] }>();
   private seq = 0;
-  private page = 'page-1';
+  /** a reload comes back to the page the person was on (when it still exists and no pin says otherwise: onState) */
+  private page: string;
   private syncing = false;
   private online = false;
   /** the first board.state was shown: before that the scene is not the board */
@@ -112,7 +115,9 @@ export class BoardSync {
   /** a page I added, acknowledged: I am taken to it once the board has it (as in any editor with pages) */
   private adding: string | null = null;
 
-  constructor(private readonly host: SyncHost) {}
+  constructor(private readonly host: SyncHost) {
+    this.page = host.lastPage ?? DEFAULT_PAGES[0].id;
+  }
 
   view(): SyncView {
     return { pages: this.board.pages, pinned: this.board.pinned_page_id, page: this.page, seq: this.seq };
