@@ -74,4 +74,32 @@ describe('pages', () => {
     await a.context().close();
     await b.context().close();
   }, 90_000);
+
+  it("tells a person that the page they were on was deleted, live and when they come back to it", async () => {
+    const { a, b } = await stack.teacherAndStudent('board_only', 'generic');
+    await addPage(a, 1);
+    await addPage(a, 2);
+    await b.locator('[data-testid=page-tab-1]').click();
+    await b.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    await a.locator('[data-testid=page-tab-1]').click();
+    await a.getByRole('button', { name: 'Delete page Page 2' }).click(); // the dialog is accepted
+    await b.locator('.toast', { hasText: 'The teacher deleted "Page 2", the page you were on.' }).waitFor({ timeout: 10_000 });
+    expect(await current(b)).toBe('Page 1');
+    await stack.shot(b, 'page-deleted-notice');
+    // the teacher, who deleted it, is not told
+    expect(await a.locator('.toast').count()).toBe(0);
+    // away from the lesson (the tab on another site) while the page is deleted, then back in the same tab
+    await b.locator('[data-testid=page-tab-1]').click(); // Page 3
+    await b.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    const url = b.url();
+    await b.goto('about:blank');
+    await a.locator('[data-testid=page-tab-1]').click();
+    await a.getByRole('button', { name: 'Delete page Page 3' }).click();
+    await a.locator('[data-testid=page-tab-1]').waitFor({ state: 'detached' });
+    await b.goto(url);
+    await b.locator('.toast', { hasText: 'The page you were on was deleted.' }).waitFor({ timeout: 30_000 });
+    expect(await current(b)).toBe('Page 1');
+    await a.context().close();
+    await b.context().close();
+  }, 90_000);
 });

@@ -64,6 +64,8 @@ const STROKE_DELTA_POINTS = 16;
 const STROKE_DELTA_MAX_MS = 500;
 /** another person's stroke in progress that stopped growing and was never committed disappears after this */
 const LIVE_TTL_MS = 5000;
+/** the notice when the page a person was on went away while they were not connected */
+const PAGE_GONE = 'The page you were on was deleted.';
 let refCounter = 0;
 const nextRef = () => `r${Date.now().toString(36)}${(refCounter++).toString(36)}`;
 const stamp = (v: { version: number; version_nonce: number }) => `${v.version}:${v.version_nonce}`;
@@ -168,11 +170,14 @@ export class BoardSync {
     const first = !this.loaded;
     this.loaded = true;
     const page = this.page;
-    if (!this.board.pages.some((p) => p.id === this.page)) this.page = this.board.pages[0].id;
+    // my page was deleted while I was away (or before a reload that remembered it: not a newcomer's page-1)
+    const gone = !this.board.pages.some((p) => p.id === this.page);
+    if (gone) this.page = this.board.pages[0].id;
     this.followPin();
     // another page than before (mine was deleted, or a pin moved me, while I was away): as a page switch
     this.render(first || page !== this.page);
     this.host.changed(this.view());
+    if (gone && (!first || this.host.lastPage === page)) this.host.notify(PAGE_GONE);
     this.enterAdded();
     this.adding = null; // a whole state: a page it does not have is not coming
     this.flush(); // what I drew offline, and what was in flight when the connection dropped
@@ -181,6 +186,7 @@ export class BoardSync {
   onOps(msg: OpsMsg): void {
     if (!this.loaded) return; // the first board.state covers them (or, if read before them, the next gap asks again)
     const page = this.page;
+    const name = this.board.pages.find((p) => p.id === page)?.name;
     for (const { seq, op } of msg.ops) {
       if (seq <= this.seq) continue;
       if (seq !== this.seq + 1) {
@@ -193,6 +199,8 @@ export class BoardSync {
     this.followPin();
     this.render(page !== this.page);
     this.host.changed(this.view());
+    // someone else deleted the page I was on: say why the board changed under me (my own delete comes as an ack)
+    if (!this.board.pages.some((p) => p.id === page)) this.host.notify(`The teacher deleted "${name}", the page you were on.`);
   }
 
   onAck(ref: string, seq: number | null, skipped: string[] = []): void {
