@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { drawRect, showsExactly } from './actions.js';
+import { drawRect, goToPage, showsExactly } from './actions.js';
 import { startPageStack, type Watched } from './browser.js';
 
 /**
@@ -16,6 +16,7 @@ const reload = async (page: Watched) => {
   await page.reload();
   await page.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 30_000 });
 };
+const shownOn = async (page: Watched) => Number(await page.locator('[data-testid=board]').getAttribute('data-elements'));
 const current = (page: Watched) => page.locator('.page-tab[aria-current=page]').innerText();
 const addPage = async (page: Watched, tabs: number) => {
   await page.getByRole('button', { name: 'Add page' }).click();
@@ -102,4 +103,71 @@ describe('pages', () => {
     await a.context().close();
     await b.context().close();
   }, 90_000);
+
+  /** Every notice the page shows, in order (a notice replaces the one before on screen). */
+  const recordToasts = (page: Watched) =>
+    page.evaluate(() => {
+      const seen: string[] = ((window as unknown as { toasts: string[] }).toasts = []);
+      new MutationObserver(() => {
+        const t = document.querySelector('.toast')?.textContent;
+        if (t && seen.at(-1) !== t) seen.push(t);
+      }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    });
+  const toasts = (page: Watched) => page.evaluate(() => (window as unknown as { toasts: string[] }).toasts);
+
+  /** A slow freehand stroke with the mouse; `midway` runs with the pen down, halfway through. */
+  async function strokeWith(page: Watched, from: [number, number], midway: () => Promise<void>) {
+    await page.locator('[data-testid="toolbar-freedraw"]').click({ force: true });
+    const box = (await page.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await page.mouse.move(box.x + from[0], box.y + from[1]);
+    await page.mouse.down();
+    for (let i = 1; i <= 30; i++) {
+      await page.mouse.move(box.x + from[0] + i * 12, box.y + from[1] + Math.sin(i / 2) * 30);
+      await new Promise((r) => setTimeout(r, 40));
+      if (i === 15) await midway();
+    }
+    await page.mouse.up();
+  }
+
+  it('never saves a stroke on a page it was not drawn on: a pin or a delete under the pen drops it, with a plain notice', async () => {
+    // a few times: where the pin lands in the stroke's life (before its first send, between sends) varies
+    for (let round = 0; round < 3; round++) {
+      const { a, b } = await stack.teacherAndStudent('board_only', 'generic');
+      await recordToasts(b);
+      await addPage(b, 1);
+      await drawRect(b, [300, 150], [120, 80]);
+      await b.keyboard.press('Escape');
+      await showsExactly(a, 0); // the teacher stays on Page 1
+      await strokeWith(b, [300, 400], async () => {
+        await a.locator('[data-testid=pin]').click(); // Page 1, while the student's pen is down on Page 2
+        await b.locator('[data-testid=page-tab-0].current.pinned').waitFor({ timeout: 10_000 });
+      });
+      await b.locator('.toast', { hasText: 'The teacher pinned another page while you were drawing there: that drawing was not kept.' }).waitFor({ timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 1000)); // anything still on its way
+      // not on the pinned page: neither screen shows it there
+      expect(await shownOn(a)).toBe(0);
+      expect(await shownOn(b)).toBe(0);
+      // and not on Page 2 either (refused there by the pin): the rectangle alone
+      await a.locator('[data-testid=unpin]').click();
+      await b.waitForFunction(() => !(document.querySelector('[data-testid=page-tab-1]') as HTMLButtonElement).disabled);
+      await goToPage(b, 1);
+      await showsExactly(b, 1);
+      await goToPage(a, 1);
+      await showsExactly(a, 1);
+      expect(await toasts(b)).toEqual(['The teacher pinned another page while you were drawing there: that drawing was not kept.']);
+
+      // the teacher deletes the page under the student's pen
+      await strokeWith(b, [300, 400], async () => {
+        await a.getByRole('button', { name: 'Delete page Page 2' }).click(); // the dialog is accepted
+        await b.locator('[data-testid=page-tab-1]').waitFor({ state: 'detached', timeout: 10_000 });
+      });
+      await b.locator('.toast', { hasText: 'The page you were drawing on was deleted: that drawing was not kept.' }).waitFor({ timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await shownOn(a)).toBe(0);
+      expect(await shownOn(b)).toBe(0);
+      expect((await toasts(b)).slice(1)).toEqual(['The teacher deleted "Page 2", the page you were on.', 'The page you were drawing on was deleted: that drawing was not kept.']);
+      await a.context().close();
+      await b.context().close();
+    }
+  }, 180_000);
 });

@@ -124,7 +124,7 @@ export function Board(props: {
         if (msg.type === 'board.state') sync.onState(msg);
         else if (msg.type === 'board.ops') sync.onOps(msg);
         else if (msg.type === 'board.ack') sync.onAck(msg.ref, msg.seq, msg.skipped);
-        else if (msg.type === 'board.reject') sync.onReject(msg.ref, msg.message);
+        else if (msg.type === 'board.reject') sync.onReject(msg.ref, msg.code, msg.message);
         else if (msg.type === 'board.resync') sync.onResync();
         else if (msg.type === 'board.stroke') sync.onStroke(msg);
       },

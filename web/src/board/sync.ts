@@ -64,6 +64,12 @@ const STROKE_DELTA_POINTS = 16;
 const STROKE_DELTA_MAX_MS = 500;
 /** another person's stroke in progress that stopped growing and was never committed disappears after this */
 const LIVE_TTL_MS = 5000;
+/**
+ * Drawing on a page the person may no longer draw on: the pen was down when the page changed under
+ * it (docs/board.md, "A page that changes under the pen"). It is never moved to the page now shown.
+ */
+const LOST_TO_PIN = 'The teacher pinned another page while you were drawing there: that drawing was not kept.';
+const LOST_TO_DELETE = 'The page you were drawing on was deleted: that drawing was not kept.';
 /** the notice when the page a person was on went away while they were not connected */
 const PAGE_GONE = 'The page you were on was deleted.';
 let refCounter = 0;
@@ -114,6 +120,16 @@ export class BoardSync {
   /** others' strokes in progress, shown until their commit arrives */
   private live = new Map<string, { el: Freehand; at: number }>();
   private liveTimer: ReturnType<typeof setTimeout> | null = null;
+  /**
+   * The page each element I drew was drawn on. The page shown can change while the pen is down (a pin,
+   * a delete, my added page): the rest of that stroke still belongs to the page it started on.
+   */
+  private placed = new Map<string, string>();
+  /**
+   * My new drawing on a page I can no longer draw on, dropped with a notice: not taken up again when the
+   * editor next touches it (a second notice). Elements the board has stay editable (after an unpin).
+   */
+  private dropped = new Set<string>();
   /** a page I added, acknowledged: I am taken to it once the board has it (as in any editor with pages) */
   private adding: string | null = null;
 
@@ -161,6 +177,7 @@ export class BoardSync {
       this.requestSync();
       return;
     }
+    this.detect(); // what the person drew so far belongs to the page shown until now
     if (msg.full) this.board.elements.clear();
     for (const id of msg.deleted_ids) this.board.elements.delete(id);
     for (const el of msg.elements) this.board.elements.set(el.id, el);
@@ -187,6 +204,9 @@ export class BoardSync {
     if (!this.loaded) return; // the first board.state covers them (or, if read before them, the next gap asks again)
     const page = this.page;
     const name = this.board.pages.find((p) => p.id === page)?.name;
+    // what the person drew so far (a stroke in progress too) belongs to the page shown until now,
+    // not to the one a pin or a delete below may put on screen
+    this.detect();
     for (const { seq, op } of msg.ops) {
       if (seq <= this.seq) continue;
       if (seq !== this.seq + 1) {
@@ -206,6 +226,7 @@ export class BoardSync {
   onAck(ref: string, seq: number | null, skipped: string[] = []): void {
     const sent = this.inflight.get(ref);
     this.inflight.delete(ref);
+    const page = this.page;
     if (seq !== null && seq > this.seq && this.loaded) {
       if (seq !== this.seq + 1) this.requestSync();
       else {
@@ -215,7 +236,9 @@ export class BoardSync {
     }
     if (sent) for (const c of sent.changes) this.settle(c);
     // an element of mine that lost to a newer version now shows the server's
-    if (sent && (seq === null || skipped.length)) this.render(false);
+    // my own delete of the page I am on moves me to another one: shown as a page switch (it stayed on screen)
+    if (page !== this.page) this.render(true);
+    else if (sent && (seq === null || skipped.length)) this.render(false);
     this.host.changed(this.view());
     if (sent?.op.type === 'page.add' && seq !== null) {
       this.adding = sent.op.page.id;
@@ -230,10 +253,15 @@ export class BoardSync {
     this.goTo(id);
   }
 
-  onReject(ref: string, message: string): void {
+  onReject(ref: string, code: string, message: string): void {
     const sent = this.inflight.get(ref);
     this.inflight.delete(ref);
-    this.host.notify(message);
+    // a drawing that crossed a pin or a page delete on its way: a sentence, not the rule's id-laden text
+    const drawing = sent && sent.changes.length > 0;
+    const lost = drawing && code === 'pinned' ? LOST_TO_PIN : drawing && code === 'not_found' ? LOST_TO_DELETE : null;
+    this.host.notify(lost ?? message);
+    // its elements are not taken up again when the editor next touches them (a second refusal)
+    if (lost && sent) for (const c of sent.changes) this.drop(changeOf(c).id);
     if (!sent) return;
     for (const c of sent.changes) this.settle(c);
     this.render(false); // put the refused elements back as the server has them
@@ -254,23 +282,24 @@ export class BoardSync {
   detect(): void {
     if (!this.loaded) return;
     for (const ex of this.host.scene()) {
-      if (!isSyncable(ex)) continue;
+      if (!isSyncable(ex) || this.dropped.has(ex.id)) continue;
       const known = this.seen.get(ex.id);
       if (known !== undefined && ex.version <= known) continue;
       this.seen.set(ex.id, ex.version);
       this.from.set(ex.id, exStamp(ex));
       const mine = this.mine.get(ex.id);
+      const page = this.board.elements.get(ex.id)?.page_id ?? this.placed.get(ex.id) ?? this.page;
       if (ex.isDeleted) {
         if (mine?.kind === 'put' && this.outbox.get(ex.id) === mine && !this.board.elements.has(ex.id) && !this.inInflight(ex.id)) {
           // drawn and erased before it was sent: nobody else ever had it
           this.mine.delete(ex.id);
           this.outbox.delete(ex.id);
         } else if (this.board.elements.has(ex.id) || mine) {
-          this.record({ kind: 'del', t: { id: ex.id, version: ex.version, version_nonce: ex.versionNonce }, page: this.page });
+          this.record({ kind: 'del', t: { id: ex.id, version: ex.version, version_nonce: ex.versionNonce }, page });
         }
         continue;
       }
-      const el = fromExcalidraw(ex, this.page);
+      const el = fromExcalidraw(ex, page);
       if (!el) continue;
       // a version bump that changed nothing (e.g. the editor finishing a stroke it already has) is not sent
       const last = mine ? (mine.kind === 'put' ? mine.el : null) : this.board.elements.get(el.id);
@@ -284,6 +313,7 @@ export class BoardSync {
 
   private record(c: Change): void {
     const id = changeOf(c).id;
+    this.placed.set(id, c.kind === 'put' ? c.el.page_id : c.page);
     this.mine.set(id, c);
     this.outbox.set(id, c);
   }
@@ -305,9 +335,24 @@ export class BoardSync {
     const adds: Change[] = [];
     const updates: Change[] = [];
     const deletes: Change[] = [];
+    let lost: string | null = null;
     for (const c of this.outbox.values()) {
+      const why = changeOf(c).id === held ? null : this.cannotDrawOn(c.kind === 'put' ? c.el.page_id : c.page);
+      if (why) {
+        // drawn on a page deleted or pinned away while the pen was down: dropped here, never sent to the
+        // page now shown (nor to the server, which would refuse it)
+        lost = why;
+        this.drop(changeOf(c).id);
+        this.outbox.delete(changeOf(c).id);
+        this.settle(c);
+        continue;
+      }
       if (c.kind === 'del') deletes.push(c);
       else if (c.el.id !== held) (this.board.elements.has(c.el.id) ? updates : adds).push(c);
+    }
+    if (lost) {
+      this.host.notify(lost);
+      this.render(false); // the dropped stroke goes from the screen too
     }
     const keep = held ? this.outbox.get(held) : undefined;
     this.outbox.clear();
@@ -318,6 +363,17 @@ export class BoardSync {
       const chunk = deletes.slice(i, i + CHUNK);
       this.submitOp({ type: 'element.delete', elements: chunk.map((c) => (c as Extract<Change, { kind: 'del' }>).t) }, chunk);
     }
+  }
+
+  private drop(id: string): void {
+    if (!this.board.elements.has(id)) this.dropped.add(id);
+  }
+
+  /** Why I can no longer draw on this page (a notice), or null when I can. */
+  private cannotDrawOn(pageId: string): string | null {
+    if (!this.board.pages.some((p) => p.id === pageId)) return LOST_TO_DELETE;
+    if (this.host.role === 'student' && this.board.pinned_page_id && pageId !== this.board.pinned_page_id) return LOST_TO_PIN;
+    return null;
   }
 
   /**
@@ -333,6 +389,7 @@ export class BoardSync {
     }
     const now = this.host.now();
     if (this.stroke?.id !== id) this.stroke = { id, sent: 0, lastDelta: -Infinity };
+    if (c.el.page_id !== this.page) return id; // the page changed under the pen: nobody is shown it growing there
     const st = this.stroke;
     const waiting = c.el.points.length - st.sent;
     const since = now - st.lastDelta;
