@@ -81,10 +81,17 @@ export class Removals {
           // not ours to crash on: a malformed notice is a missed one, and the exact check stays right for the rumoured
         }
       },
-      () =>
-        this.read().then(() => {
-          if (onHeard) for (const [lessonId, people] of this.removed) for (const personId of people.keys()) onHeard(lessonId, personId);
-        }),
+      () => {
+        const read = this.read();
+        // a failed read is handled where it is awaited (known()); this branch must not reject unhandled
+        read.then(
+          () => {
+            if (onHeard) for (const [lessonId, people] of this.removed) for (const personId of people.keys()) onHeard(lessonId, personId);
+          },
+          () => undefined,
+        );
+        return read;
+      },
     );
     this.unlisten = req.unlisten;
     // the first check waits for this read (known()); a failed one is tried again by the next check
