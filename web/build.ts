@@ -36,15 +36,28 @@ const PUBLIC_PATH = '/web/assets';
  */
 const CDN_FALLBACK = /`https:\/\/esm\.sh\/\$\{.*?"@excalidraw\/excalidraw"\}\/dist\/prod\/`/g;
 let cdnFallbacks = 0;
-const noCdnFonts: Plugin = {
-  name: 'excalidraw-no-cdn-fonts',
+/**
+ * Excalidraw 0.18's History.clear() empties both stacks without telling its listeners, so the
+ * Undo and Redo buttons stayed enabled (and did nothing) after the page cleared the history on a
+ * page switch or resync (web/src/board/Board.tsx clearHistory). The rewrite announces the empty
+ * stacks as record() and undo() do. Same rule: found exactly once, or the build fails.
+ */
+const HISTORY_CLEAR = /clear\(\)\{this\.undoStack\.length=0,this\.redoStack\.length=0\}/g;
+let historyClears = 0;
+const excalidrawFixes: Plugin = {
+  name: 'excalidraw-fixes',
   setup(b) {
     b.onLoad({ filter: /[\\/]@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/].*\.js$/ }, async (args) => {
       const code = await readFile(args.path, 'utf8');
-      const patched = code.replace(CDN_FALLBACK, () => {
-        cdnFallbacks++;
-        return '(typeof window<"u"&&typeof window.EXCALIDRAW_ASSET_PATH=="string"?window.EXCALIDRAW_ASSET_PATH:location.origin+"/")';
-      });
+      const patched = code
+        .replace(CDN_FALLBACK, () => {
+          cdnFallbacks++;
+          return '(typeof window<"u"&&typeof window.EXCALIDRAW_ASSET_PATH=="string"?window.EXCALIDRAW_ASSET_PATH:location.origin+"/")';
+        })
+        .replace(HISTORY_CLEAR, () => {
+          historyClears++;
+          return 'clear(){this.undoStack.length=0,this.redoStack.length=0,this.onHistoryChangedEmitter.trigger({isUndoStackEmpty:!0,isRedoStackEmpty:!0})}';
+        });
       return { contents: patched, loader: 'js' };
     });
   },
@@ -73,9 +86,10 @@ const result = await build({
   loader: { '.woff2': 'file', '.woff': 'file', '.ttf': 'file', '.png': 'file', '.svg': 'file' },
   legalComments: 'linked',
   logLevel: 'warning',
-  plugins: [noCdnFonts],
+  plugins: [excalidrawFixes],
 });
 if (cdnFallbacks !== 1) throw new Error(`web/build.ts: Excalidraw's CDN font fallback found ${cdnFallbacks} times, expected once`);
+if (historyClears !== 1) throw new Error(`web/build.ts: Excalidraw's History.clear() found ${historyClears} times, expected once`);
 
 // The font path for Excalidraw, as a classic script that runs before the module bundle (web/src/assetPath.ts).
 const boot = await build({

@@ -226,6 +226,12 @@ describe('the board in two browsers', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(await shown(b)).toBe(1);
     expect((await s.snapshot(lesson.id)).elements).toHaveLength(1);
+    // a page switch forgets the undo history, and the Undo and Redo buttons show it (they stayed enabled and did nothing)
+    const undo = a.getByTestId('button-undo');
+    expect(await undo.isEnabled()).toBe(true);
+    await goToPage(a, 0);
+    await expect.poll(() => undo.isDisabled(), { timeout: 5_000 }).toBe(true);
+    expect(await a.getByTestId('button-redo').isDisabled()).toBe(true);
     expect([...a.errors, ...b.errors]).toEqual([]);
     await a.context().close();
     await b.context().close();
