@@ -29,36 +29,41 @@ const assets = path.join(out, 'assets');
 const PUBLIC_PATH = '/web/assets';
 
 /**
- * Excalidraw lists a CDN copy of every font (esm.sh) after the one under EXCALIDRAW_ASSET_PATH
- * (ExcalidrawFontFace.createUrls). Our CSP blocks it, and Chromium logged a CSP error for each
- * (~230 on load). The fallback base becomes our own asset path, so every font URL is on our origin.
- * The build fails if the string is not found exactly once (a new Excalidraw version: look again).
+ * Fixes to Excalidraw's prod bundle, applied as esbuild loads it. Each must be found exactly once,
+ * or the build fails (a new Excalidraw version: look again).
  */
-const CDN_FALLBACK = /`https:\/\/esm\.sh\/\$\{.*?"@excalidraw\/excalidraw"\}\/dist\/prod\/`/g;
-let cdnFallbacks = 0;
-/**
- * Excalidraw 0.18's History.clear() empties both stacks without telling its listeners, so the
- * Undo and Redo buttons stayed enabled (and did nothing) after the page cleared the history on a
- * page switch or resync (web/src/board/Board.tsx clearHistory). The rewrite announces the empty
- * stacks as record() and undo() do. Same rule: found exactly once, or the build fails.
- */
-const HISTORY_CLEAR = /clear\(\)\{this\.undoStack\.length=0,this\.redoStack\.length=0\}/g;
-let historyClears = 0;
+const EXCALIDRAW_FIXES: { what: string; find: RegExp; replace: string; found: number }[] = [
+  {
+    // Excalidraw lists a CDN copy of every font (esm.sh) after the one under EXCALIDRAW_ASSET_PATH
+    // (ExcalidrawFontFace.createUrls). Our CSP blocks it, and Chromium logged a CSP error for each
+    // (~230 on load). The fallback base becomes our own asset path, so every font URL is on our origin.
+    what: 'the CDN font fallback',
+    find: /`https:\/\/esm\.sh\/\$\{.*?"@excalidraw\/excalidraw"\}\/dist\/prod\/`/g,
+    replace: '(typeof window<"u"&&typeof window.EXCALIDRAW_ASSET_PATH=="string"?window.EXCALIDRAW_ASSET_PATH:location.origin+"/")',
+    found: 0,
+  },
+  {
+    // Excalidraw 0.18's History.clear() empties both stacks without telling its listeners, so the
+    // Undo and Redo buttons stayed enabled (and did nothing) after the page cleared the history on a
+    // page switch or resync (web/src/board/Board.tsx clearHistory). It now announces the empty
+    // stacks as record() and undo() do.
+    what: 'History.clear()',
+    find: /clear\(\)\{this\.undoStack\.length=0,this\.redoStack\.length=0\}/g,
+    replace: 'clear(){this.undoStack.length=0,this.redoStack.length=0,this.onHistoryChangedEmitter.trigger({isUndoStackEmpty:!0,isRedoStackEmpty:!0})}',
+    found: 0,
+  },
+];
 const excalidrawFixes: Plugin = {
   name: 'excalidraw-fixes',
   setup(b) {
     b.onLoad({ filter: /[\\/]@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/].*\.js$/ }, async (args) => {
-      const code = await readFile(args.path, 'utf8');
-      const patched = code
-        .replace(CDN_FALLBACK, () => {
-          cdnFallbacks++;
-          return '(typeof window<"u"&&typeof window.EXCALIDRAW_ASSET_PATH=="string"?window.EXCALIDRAW_ASSET_PATH:location.origin+"/")';
-        })
-        .replace(HISTORY_CLEAR, () => {
-          historyClears++;
-          return 'clear(){this.undoStack.length=0,this.redoStack.length=0,this.onHistoryChangedEmitter.trigger({isUndoStackEmpty:!0,isRedoStackEmpty:!0})}';
+      let code = await readFile(args.path, 'utf8');
+      for (const fix of EXCALIDRAW_FIXES)
+        code = code.replace(fix.find, () => {
+          fix.found++;
+          return fix.replace;
         });
-      return { contents: patched, loader: 'js' };
+      return { contents: code, loader: 'js' };
     });
   },
 };
@@ -88,8 +93,8 @@ const result = await build({
   logLevel: 'warning',
   plugins: [excalidrawFixes],
 });
-if (cdnFallbacks !== 1) throw new Error(`web/build.ts: Excalidraw's CDN font fallback found ${cdnFallbacks} times, expected once`);
-if (historyClears !== 1) throw new Error(`web/build.ts: Excalidraw's History.clear() found ${historyClears} times, expected once`);
+for (const fix of EXCALIDRAW_FIXES)
+  if (fix.found !== 1) throw new Error(`web/build.ts: Excalidraw's ${fix.what} found ${fix.found} times, expected once`);
 
 // The font path for Excalidraw, as a classic script that runs before the module bundle (web/src/assetPath.ts).
 const boot = await build({
