@@ -100,6 +100,68 @@ describe('the board in two browsers', () => {
     await a.context().close();
   }, 60_000);
 
+  it('keeps what was drawn or deleted just before a reload: the reloaded page sends it again', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    // while `hold` is set the student's operations never reach the server: as if the page went away
+    // before they left it (or before their acknowledgement came back)
+    let hold = false;
+    let held = 0;
+    const b = await s.open(student.url, (pg) =>
+      pg.routeWebSocket(/\/ws/, (ws) => {
+        const server = ws.connectToServer();
+        ws.onMessage((m) => (hold && String(m).includes('"type":"board.op"') ? held++ : server.send(m)));
+        server.onMessage((m) => ws.send(m));
+      }),
+    );
+    const reloaded = async () => {
+      await b.reload();
+      await b.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 20_000 });
+    };
+    const stored = async () => (await s.snapshot(lesson.id)).elements.map((e) => e.type);
+    // a stroke whose operation was lost with the page
+    hold = true;
+    await drawStroke(b, [320, 300], 100, 8);
+    await expect.poll(() => held).toBe(1);
+    hold = false;
+    await reloaded();
+    await expect.poll(stored, { timeout: 10_000 }).toEqual(['freehand']);
+    await showsExactly(b, 1);
+    await showsExactly(a, 1);
+    // a delete lost the same way
+    hold = true;
+    await clickAt(b, [320, 300]);
+    await b.keyboard.press('Delete');
+    await expect.poll(() => held).toBe(2);
+    hold = false;
+    await reloaded();
+    await expect.poll(stored, { timeout: 10_000 }).toEqual([]);
+    await showsExactly(b, 0);
+    await showsExactly(a, 0);
+    // the race as people meet it: the reload a moment after the pen lifts (the page sends a finished
+    // stroke up to 60 ms later, batched with what else changed)
+    for (let i = 0; i < 3; i++) {
+      await drawStroke(b, [320 + i * 150, 450], 100, 8);
+      await reloaded();
+    }
+    await expect.poll(stored, { timeout: 10_000 }).toEqual(['freehand', 'freehand', 'freehand']);
+    // and a reload with the pen still down keeps the stroke so far
+    await b.locator('[data-testid="toolbar-freedraw"]').click({ force: true });
+    const box = (await b.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await b.mouse.move(box.x + 320, box.y + 600);
+    await b.mouse.down();
+    for (let i = 1; i <= 8; i++) await b.mouse.move(box.x + 320 + i * 15, box.y + 600 + (i % 2) * 20);
+    await reloaded();
+    await b.mouse.up();
+    await expect.poll(stored, { timeout: 10_000 }).toEqual(['freehand', 'freehand', 'freehand', 'freehand']);
+    await showsExactly(a, 4);
+    await showsExactly(b, 4);
+    await b.screenshot({ path: path.join(ARTIFACTS, 'sync-reload-after-drawing.png') });
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 90_000);
+
   it('shows the board within 2 s after each of 10 reloads, and to a late joiner', async () => {
     const { lesson, teacher, student } = await s.lesson();
     const a = await s.open(teacher.url);

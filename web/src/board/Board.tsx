@@ -10,7 +10,7 @@ import { preloadBoardFonts } from './fonts.js';
 import { Overlays, type Viewport } from './Overlays.js';
 import { BoardMenu } from '../ui/BoardMenu.js';
 import { PageBar } from './PageBar.js';
-import { BoardSync, type SyncView } from './sync.js';
+import { BoardSync, type Change, type SyncView } from './sync.js';
 import { SubjectTools, subjectSetup, type SubjectMode } from './SubjectTools.js';
 
 export interface BoardHandle {
@@ -19,32 +19,54 @@ export interface BoardHandle {
   disconnected(): void;
 }
 
+/** The tab's sessionStorage, which can be refused (an embedding page's settings, a full quota): then nothing is kept. */
+const tabStore = {
+  get(key: string): string | null {
+    try {
+      return sessionStorage.getItem(key);
+    } catch {
+      return null;
+    }
+  },
+  set(key: string, value: string | null): void {
+    try {
+      if (value === null) sessionStorage.removeItem(key);
+      else sessionStorage.setItem(key, value);
+    } catch {
+      // not kept
+    }
+  },
+};
+
+/**
+ * The page each person is on, per lesson and per tab (a reload of the tab keeps it, another tab or a
+ * later visit starts on the first page; storage refused: a reload starts on the first page, as before).
+ */
+const pageKey = (lessonId: string) => `board.page.${lessonId}`;
+
+/**
+ * My changes not yet acknowledged when the page went away (a reload a moment after the pen lifted),
+ * per lesson and tab, taken back once by the reloaded page: BoardSync sends them again (storage
+ * refused: a reload loses them, as before). Anything unreadable is ignored (the server checks every write).
+ */
+const keptKey = (lessonId: string) => `board.unacknowledged.${lessonId}`;
+const takeKept = (lessonId: string): Change[] => {
+  const raw = tabStore.get(keptKey(lessonId));
+  tabStore.set(keptKey(lessonId), null);
+  try {
+    const list: unknown = raw ? JSON.parse(raw) : [];
+    if (!Array.isArray(list)) return [];
+    return list.filter((c): c is Change => (c?.kind === 'put' && typeof c.el?.id === 'string') || (c?.kind === 'del' && typeof c.t?.id === 'string' && typeof c.page === 'string'));
+  } catch {
+    return [];
+  }
+};
+
 /**
  * The whiteboard: Excalidraw (pen, shapes, lines/arrows, text, eraser,
  * selection, undo/redo, colours, zoom/pan) plus our pages, subject tools and
  * overlays, kept in step with the server by BoardSync.
  */
-/**
- * The page each person is on, per lesson and per tab (sessionStorage: a reload of the tab keeps it,
- * another tab or a later visit starts on the first page). Storage can be refused (an embedding
- * page's settings, a full quota): then a reload starts on the first page, as before.
- */
-const pageKey = (lessonId: string) => `board.page.${lessonId}`;
-const lastPage = (lessonId: string): string | null => {
-  try {
-    return sessionStorage.getItem(pageKey(lessonId));
-  } catch {
-    return null;
-  }
-};
-const rememberPage = (lessonId: string, page: string) => {
-  try {
-    sessionStorage.setItem(pageKey(lessonId), page);
-  } catch {
-    // not kept: see above
-  }
-};
-
 export function Board(props: {
   lessonId: string;
   role: Role;
@@ -96,10 +118,11 @@ export function Board(props: {
         send: (m) => props.send(m),
         changed: (v) => {
           setView({ ...v });
-          rememberPage(props.lessonId, v.page);
+          tabStore.set(pageKey(props.lessonId), v.page);
         },
         notify: props.notify,
-        lastPage: lastPage(props.lessonId),
+        lastPage: tabStore.get(pageKey(props.lessonId)),
+        kept: takeKept(props.lessonId),
         roughness: setup.roughness,
         role: props.role,
         maxFrameBytes: props.maxFrameBytes,
@@ -145,6 +168,28 @@ export function Board(props: {
       }, 60);
     }
   };
+
+  // The page going away (a reload, the tab closed, a phone putting it in the background): what was drawn
+  // is sent while the connection may still take it, and whatever is not acknowledged yet is kept for a
+  // reload of this tab, which sends it again.
+  useEffect(() => {
+    const away = () => {
+      if (throttle.current) {
+        clearTimeout(throttle.current);
+        throttle.current = null;
+      }
+      sync.flushLocal();
+      const kept = sync.unacknowledged();
+      tabStore.set(keptKey(props.lessonId), kept.length ? JSON.stringify(kept) : null);
+    };
+    const hidden = () => document.visibilityState === 'hidden' && away();
+    window.addEventListener('pagehide', away);
+    document.addEventListener('visibilitychange', hidden);
+    return () => {
+      window.removeEventListener('pagehide', away);
+      document.removeEventListener('visibilitychange', hidden);
+    };
+  }, [sync, props.lessonId]);
 
   // The fonts in memory before anyone types (a text is measured once, with what the browser has then):
   // right after the board is first shown, so they never hold up the board itself; until then nobody can draw.

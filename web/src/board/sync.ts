@@ -37,6 +37,8 @@ export interface SyncHost {
   notify(text: string): void;
   /** the page this person was on before the page was reloaded (Board.tsx keeps it per lesson), if any */
   lastPage: string | null;
+  /** my changes the page had not seen acknowledged when it was last hidden or reloaded (Board.tsx keeps them per lesson and tab) */
+  kept: readonly Change[];
   roughness: number;
   role: Role;
   /** largest frame the gateway accepts (a bigger one closes the socket with 4413) */
@@ -44,7 +46,7 @@ export interface SyncHost {
 }
 
 /** A change a person made, not yet acknowledged: the element as written, or its tombstone. */
-type Change = { kind: 'put'; el: BoardElement } | { kind: 'del'; t: Tombstone; page: string };
+export type Change = { kind: 'put'; el: BoardElement } | { kind: 'del'; t: Tombstone; page: string };
 
 const CHUNK = 100;
 /**
@@ -54,9 +56,10 @@ const CHUNK = 100;
  * lifts. 200 ms (5 a second) looks live to the others and keeps the frames' own
  * overhead small next to the points. Decision: no periodic commit while the pen
  * moves (the issue allows one every few seconds): a stroke in progress survives
- * a lost connection in the outbox, only closing the tab mid-stroke loses it, and
- * each periodic commit would resend the whole stroke so far (measured: +70% bytes
- * for a 12 s stroke, docs/benchmarks.md).
+ * a lost connection in the outbox and a reload (Board.tsx keeps it), only
+ * closing the tab mid-stroke loses it, and each periodic commit would resend
+ * the whole stroke so far (measured: +70% bytes for a 12 s stroke,
+ * docs/benchmarks.md).
  */
 const STROKE_DELTA_MS = 200;
 /** ... and only once this many new points are waiting (or STROKE_DELTA_MAX_MS passed): a frame's own ~70 bytes stay small next to its points */
@@ -132,9 +135,24 @@ export class BoardSync {
   private dropped = new Set<string>();
   /** a page I added, acknowledged: I am taken to it once the board has it (as in any editor with pages) */
   private adding: string | null = null;
+  /** changes kept across a reload, taken up with the first board.state (mine and sent again) */
+  private kept: readonly Change[];
 
   constructor(private readonly host: SyncHost) {
     this.page = host.lastPage ?? DEFAULT_PAGES[0].id;
+    this.kept = host.kept;
+  }
+
+  /**
+   * My changes not yet acknowledged (what the editor holds included), for the page to keep across a
+   * reload: a stroke finished a moment before the page went away may not have reached the server, or
+   * its commit may not have been told. Sent again after the reload: a write the server already has is
+   * not newer and is skipped (docs/board.md, "A reload right after drawing").
+   */
+  unacknowledged(): Change[] {
+    if (!this.loaded) return [...this.kept];
+    this.detect();
+    return [...this.mine.values()];
   }
 
   view(): SyncView {
@@ -186,6 +204,7 @@ export class BoardSync {
     this.board.pinned_page_id = msg.pinned_page_id;
     const first = !this.loaded;
     this.loaded = true;
+    if (first) this.takeUpKept();
     const page = this.page;
     // my page was deleted while I was away (or before a reload that remembered it: not a newcomer's page-1)
     const gone = !this.board.pages.some((p) => p.id === this.page);
@@ -316,6 +335,12 @@ export class BoardSync {
     this.placed.set(id, c.kind === 'put' ? c.el.page_id : c.page);
     this.mine.set(id, c);
     this.outbox.set(id, c);
+  }
+
+  /** What the page kept across a reload becomes mine again (shown while newer than the board, sent by the flush). */
+  private takeUpKept(): void {
+    for (const c of this.kept) if (!this.mine.has(changeOf(c).id)) this.record(c);
+    this.kept = [];
   }
 
   private inInflight(id: string): boolean {
