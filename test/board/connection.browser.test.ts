@@ -5,6 +5,7 @@ import { issueLink } from '../../src/domain/links.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+import { suiteOrFull } from '../helpers/length.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { drawStroke, showsExactly } from './actions.js';
 import { startProxy } from './proxy.js';
@@ -26,11 +27,12 @@ const proxy = await startProxy(gw.port);
 const origin = `http://127.0.0.1:${proxy.port}`;
 /**
  * How long the network is away in the first test. The suite cuts 25 s (about
- * six failed attempts, the address probed from the second); `npm run
- * test:outage` cuts the full minute, past the 8 attempts (about 45 s) after
- * which the old page reloaded itself.
+ * six failed attempts, the address probed from the second); the full length
+ * (`npm run test:full`, or this file alone with `npm run test:outage`) cuts a
+ * minute, past the 8 attempts (about 45 s) after which the old page reloaded
+ * itself.
  */
-const OUTAGE_MS = Number(process.env.PAGE_OUTAGE_MS ?? 25_000);
+const OUTAGE_MS = suiteOrFull(25_000, 60_000);
 
 describe('the page when the network goes away', () => {
   let browser: Browser;

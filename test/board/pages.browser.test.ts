@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { suiteOrFull } from '../helpers/length.js';
 import { drawRect, goToPage, showsExactly } from './actions.js';
 import { startPageStack, type Watched } from './browser.js';
 
@@ -130,8 +131,9 @@ describe('pages', () => {
   }
 
   it('never saves a stroke on a page it was not drawn on: a pin or a delete under the pen drops it, with a plain notice', async () => {
-    // a few times: where the pin lands in the stroke's life (before its first send, between sends) varies
-    for (let round = 0; round < 3; round++) {
+    // a few times at full length (npm run test:full): where the pin lands in the stroke's life (before
+    // its first send, between sends) varies; the suite runs one round
+    for (let round = 0; round < suiteOrFull(1, 3); round++) {
       const { a, b } = await stack.teacherAndStudent('board_only', 'generic');
       await recordToasts(b);
       await addPage(b, 1);

@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { suiteOrFull } from '../helpers/length.js';
 import { drawRect, goToPage, ink, showsExactly } from './actions.js';
 import { LAPTOP, PHONE, startPageStack } from './browser.js';
 
@@ -129,7 +130,9 @@ describe('the lesson page on a phone', () => {
   // board were left between Excalidraw's toolbars and the chat showed no line. Each size below is a
   // window a lesson is opened in: a small laptop window, a phone on its side, a netbook. The call is
   // on (a `full` lesson), so its tiles take their room in the panel too.
-  for (const [width, height, phone, subject] of [[800, 500, false, 'math'], [844, 390, true, 'generic'], [740, 360, true, 'physics'], [1024, 600, false, 'generic']] as const) {
+  // The suite takes one laptop window and one phone on its side; `npm run test:full` all four.
+  const sizes = [[800, 500, false, 'math'], [844, 390, true, 'generic'], [740, 360, true, 'physics'], [1024, 600, false, 'generic']] as const;
+  for (const [width, height, phone, subject] of suiteOrFull(sizes.slice(0, 2), sizes)) {
     it(`leaves room to draw and to read the chat in a short, wide window (${width} x ${height}, ${subject})`, async () => {
       const l = await stack.lesson('full', subject);
       const teacher = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'));
