@@ -611,7 +611,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     if (m?.pendingEnd) await this.meter.finishEnd(lessonId, m, now);
     // a start pending since before the deletion: its session is made by the flush's retry (it
     // ran before the deletion), and ended at archived_at by the next archive check (flush or sweep)
-    else if (m?.state === 'starting') this.meter.retryStart(lessonId);
+    else if (m?.state === 'starting') this.meter.retryStart(lessonId, now);
   }
 
   /**
@@ -777,7 +777,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       remember: (l, m, p, now) => meter.remember(l, m, p, now),
       startsPending: () => meter.startsPending(),
       startSettled: (l) => meter.startSettled(l),
-      retryStart: (l) => meter.retryStart(l),
+      retryStart: (l, now) => meter.retryStart(l, now),
       flush: async (results, now) => {
         for (const r of results) {
           if (r.meter?.state === 'running' && this.lessons.has(r.lessonId)) this.running.add(r.lessonId);

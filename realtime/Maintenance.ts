@@ -111,7 +111,7 @@ export class Maintenance {
     const now = gw.now();
     let ids = gw.servedLessons();
     const served = new Set(ids);
-    let unstarted = meter.startsPending().filter((id) => !served.has(id));
+    let unstarted = (await meter.startsPending()).filter((id) => !served.has(id));
     // Never charge past a deletion whose notification we missed: those lessons end instead.
     const archived = await archivedAmong(this.sql, unstarted.length > 0 ? [...ids, ...unstarted] : ids);
     for (const lessonId of archived.keys()) await gw.archived(lessonId);
@@ -119,7 +119,7 @@ export class Maintenance {
     // Pending starts this node failed to write, of lessons nobody here serves (Meter.unstarted): the
     // tick retries each (startRetryMs after its last try) until its meter is no longer `starting`.
     // No vouch: this node has no sockets there.
-    unstarted = meter.startsPending().filter((id) => !served.has(id));
+    unstarted = (await meter.startsPending()).filter((id) => !served.has(id));
     if (unstarted.length > 0) {
       for (const r of await presence.tick(unstarted, now)) {
         if (r.meter?.state !== 'starting') meter.startSettled(r.lessonId);
@@ -160,7 +160,7 @@ export class Maintenance {
       const m = await presence.archiveEnd(c.lessonId, c.since.getTime(), now);
       if (m?.pendingEnd) await meter.finishEnd(c.lessonId, m, now);
       // a start of Redis's pending since before the deletion: made (adopting this session), then ended here again
-      else if (m?.state === 'starting') meter.retryStart(c.lessonId);
+      else if (m?.state === 'starting') meter.retryStart(c.lessonId, now);
       else await meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
     }
     for (const c of await findOrphanSessions(sql, new Date(now - gw.timing.orphanMs))) {

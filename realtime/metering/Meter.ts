@@ -58,7 +58,9 @@ export class Meter {
    * Lessons whose pending start this node could not write (Postgres away past RETRY_WAITS) or
    * must make for a deletion (archive): Redis retries a pending start only in the ticks of a node
    * serving the lesson, and if everyone left meanwhile none does. Maintenance ticks these too,
-   * until their meter is no longer `starting` (startSettled).
+   * until their meter is no longer `starting` (startSettled). Each is also listed in Redis
+   * (Presence.keepPendingStart) and every node ticks that list: a node that dies with a start it
+   * gave up takes no retry with it. Kept here as well, for a Redis that refuses the listing.
    */
   private readonly unstarted = new Set<string>();
 
@@ -90,25 +92,31 @@ export class Meter {
     if (!m || change.effects.length === 0) return Promise.resolve();
     return this.queue.run(lessonId, () =>
       withRetry(() => this.applyNow(lessonId, m, change, now), RETRY_WAITS).catch((err: unknown) => {
-        if (m.state === 'starting' && change.effects.includes('start')) this.unstarted.add(lessonId);
+        if (m.state === 'starting' && change.effects.includes('start')) this.retryStart(lessonId, now);
         throw err;
       }),
     );
   }
 
-  /** Keeps retrying the lesson's pending start whether or not anyone is present here (see `unstarted`). */
-  retryStart(lessonId: string): void {
+  /** Keeps retrying the lesson's pending start whether or not anyone is present here, on any node (see `unstarted`). */
+  retryStart(lessonId: string, now: number): void {
     this.unstarted.add(lessonId);
+    this.presence.keepPendingStart(lessonId, now).catch((err: unknown) => this.log.warn({ err, lesson_id: lessonId }, 'pending start not listed in Redis: only this node retries it'));
   }
 
-  /** Pending starts to tick although nobody may be present here. */
-  startsPending(): string[] {
-    return [...this.unstarted];
+  /** Pending starts to tick although nobody may be present here: this node's and every node's listed in Redis. */
+  async startsPending(): Promise<string[]> {
+    const listed = await this.presence.pendingStarts().catch((err: unknown) => {
+      this.log.warn({ err }, 'pending starts of other nodes not read');
+      return [];
+    });
+    return [...new Set([...this.unstarted, ...listed])];
   }
 
   /** The lesson's meter is no longer `starting`: made, dropped or gone. */
   startSettled(lessonId: string): void {
     this.unstarted.delete(lessonId);
+    this.presence.dropPendingStart(lessonId).catch((err: unknown) => this.log.warn({ err, lesson_id: lessonId }, 'pending start not unlisted in Redis'));
   }
 
   /** Ends the pending session end in `m` (idle sweep, archive), queued per lesson. */

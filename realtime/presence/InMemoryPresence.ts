@@ -1,7 +1,7 @@
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { PARTICIPANT_JOINED_WINDOW_MS, rebuildMs, renewMs } from '../../src/metering/rules.js';
 import * as M from './MeterMachine.js';
-import type { Change, JoinInput, JoinResult, LeaveResult, MeterState, Presence, PresenceOptions, PublicPerson, ReapedLesson, TickResult, TickVouch } from './Presence.js';
+import { PENDING_STARTS_MAX, type Change, type JoinInput, type JoinResult, type LeaveResult, type MeterState, type Presence, type PresenceOptions, type PublicPerson, type ReapedLesson, type TickResult, type TickVouch } from './Presence.js';
 
 interface Lesson {
   /** conn -> node and person */
@@ -31,6 +31,8 @@ export class InMemoryPresence implements Presence {
   private readonly nodeConns = new Map<string, Set<string>>();
   /** lesson -> person -> ms of the last participant.joined (a filter; Postgres decides) */
   private readonly joined = new Map<string, Map<string, number>>();
+  /** the shared pending starts (Presence.keepPendingStart): lesson -> when kept */
+  private readonly pendingStartsAt = new Map<string, number>();
   /** when this state began (the rebuild window, rules.ts rebuildMs) */
   private epochAt: number | null = null;
   /** lesson -> latest departure reported while rebuilding, before the lesson had a meter again (l:<lesson>:g) */
@@ -47,6 +49,7 @@ export class InMemoryPresence implements Presence {
     this.nodeConns.clear();
     this.joined.clear();
     this.lostDepartures.clear();
+    this.pendingStartsAt.clear();
     this.epochAt = null;
   }
 
@@ -217,6 +220,18 @@ export class InMemoryPresence implements Presence {
     if (!m) return null;
     this.saveOrForget(lessonId, l, m);
     return m;
+  }
+
+  async keepPendingStart(lessonId: string, now: number): Promise<void> {
+    if (!this.pendingStartsAt.has(lessonId)) this.pendingStartsAt.set(lessonId, now);
+  }
+
+  async dropPendingStart(lessonId: string): Promise<void> {
+    this.pendingStartsAt.delete(lessonId);
+  }
+
+  async pendingStarts(): Promise<string[]> {
+    return [...this.pendingStartsAt].sort((a, b) => a[1] - b[1]).slice(0, PENDING_STARTS_MAX).map(([id]) => id);
   }
 
   /** FORGET_JOINED */

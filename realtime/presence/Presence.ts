@@ -142,7 +142,19 @@ export interface Presence {
    * person's next arrival is announced.
    */
   forgetJoined(lessonId: string, person: string, at: number): Promise<void>;
+  /**
+   * The pending starts some node could not write (Meter.unstarted), shared by every node, so a
+   * node that dies with one takes no retry with it: every node ticks them until their meter is no
+   * longer `starting` (the tick's start claim lets one node make each start). At most
+   * PENDING_STARTS_MAX listed.
+   */
+  keepPendingStart(lessonId: string, now: number): Promise<void>;
+  dropPendingStart(lessonId: string): Promise<void>;
+  pendingStarts(): Promise<string[]>;
 }
+
+/** How many shared pending starts a node reads per flush (each is a lesson whose start failed while Postgres was away). */
+export const PENDING_STARTS_MAX = 1000;
 
 /** The timing every implementation takes (realtime/timing.ts), and where seeds come from. */
 export interface PresenceOptions {

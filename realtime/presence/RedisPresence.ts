@@ -17,6 +17,7 @@ import type {
   TickResult,
   TickVouch,
 } from './Presence.js';
+import { PENDING_STARTS_MAX } from './Presence.js';
 
 export interface RedisPresenceOptions extends PresenceOptions {
   /** key namespace under REDIS_KEY_PREFIX */
@@ -72,6 +73,8 @@ export class RedisPresence implements Presence {
   private readonly cluster: boolean;
   /** the key of the node scripts: `<root>` or `<root>{nodes}` */
   private readonly nodeKey: string;
+  /** the shared pending starts (Presence.keepPendingStart): a sorted set of lesson ids by when they were kept */
+  private readonly startsKey: string;
   /** "<node> <slot tag>" already listed in the node's `ns` set (a cluster only) */
   private readonly nsAdded = new Set<string>();
   private initializing: Promise<void> | undefined;
@@ -84,6 +87,7 @@ export class RedisPresence implements Presence {
     if (this.root.includes('{')) throw new Error('presence namespace must not contain "{"');
     this.cluster = isCluster(redis);
     this.nodeKey = this.cluster ? `${this.root}{nodes}` : this.root;
+    this.startsKey = this.cluster ? `${this.root}{starts}` : `${this.root}starts`;
     const r = redis as unknown as Record<string, ScriptRunner>;
     this.run = {} as Record<keyof typeof SCRIPTS, ScriptRunner>;
     for (const [name, source] of Object.entries(SCRIPTS) as [keyof typeof SCRIPTS, string][]) {
@@ -353,6 +357,18 @@ export class RedisPresence implements Presence {
 
   async forgetJoined(lessonId: string, person: string, at: number): Promise<void> {
     await this.run.gwForgetJoined(this.key(lessonId), lessonId, person, at);
+  }
+
+  async keepPendingStart(lessonId: string, now: number): Promise<void> {
+    await this.redis.zadd(this.startsKey, 'NX', now, lessonId);
+  }
+
+  async dropPendingStart(lessonId: string): Promise<void> {
+    await this.redis.zrem(this.startsKey, lessonId);
+  }
+
+  async pendingStarts(): Promise<string[]> {
+    return this.redis.zrange(this.startsKey, 0, PENDING_STARTS_MAX - 1);
   }
 
   private async seed(lessonId: string): Promise<string> {

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { archiveLesson } from '../../src/domain/lessons.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { balanceOf } from '../helpers/factories.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { postgresSwitch } from '../helpers/postgresAway.js';
 import { join } from './helpers/client.js';
@@ -18,12 +19,18 @@ import { startTestGateway } from './helpers/gateway.js';
  * Now the node keeps ticking the lessons whose start it failed
  * (Meter.unstarted) until their session is made, and a deletion keeps a start
  * pending since before it, so the time before the deletion is billed
- * (docs/metering.md, "Postgres unavailable").
+ * (docs/metering.md, "Postgres unavailable"). That list was the node's own, so
+ * a node that died with such a start took the retry with it; the start is now
+ * listed in Redis too and every node ticks the list. A second in-process
+ * gateway (`other`) on the same clock stands for the node that takes over;
+ * "dead" is a node whose maintenance no longer runs (as in ./deadNode.test.ts).
  */
 const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
-const gw = await startTestGateway({ clock });
+const env = await isolatedEnv();
+const gw = await startTestGateway({ clock, env });
+const other = await startTestGateway({ clock, env });
 const { sql } = gw.deps;
-const postgres = postgresSwitch(gw.env.DATABASE_URL);
+const postgres = postgresSwitch(env.DATABASE_URL);
 const sec = (s: number) => s * 1000;
 
 /** Ann present, then Bob joins while Postgres is away until the meter's start has given up. */
@@ -44,22 +51,32 @@ async function startFailed() {
   }
 }
 
+/**
+ * The failed start, 60 s of two people, then nobody: `node`'s maintenance makes the session once
+ * Postgres is back, bills the 60 s and ends it 5 minutes after the lesson emptied.
+ */
+async function madeByAfterEmpty(node: typeof gw) {
+  const { f, ann, b, startAt } = await startFailed();
+  clock.advance(sec(60));
+  await Promise.all([ann.close(), b.close()]);
+  const emptyAt = clock.now();
+  await gw.settle();
+  for (let i = 0; i < 3; i++) {
+    await node.maintain();
+    clock.advance(sec(300));
+  }
+  await node.maintain();
+  expect(await sessionsOf(sql, f.lesson.id)).toMatchObject([{ started_at: startAt, ended_at: emptyAt, seconds: 60, charged_seconds: 60 }]);
+  expect(await balanceOf(sql, f.partner.id)).toBe(6000 - 60);
+  expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
+  expect(await eventsOf(sql, f.partner.id, 'lesson.ended')).toHaveLength(1);
+  expect(await node.gateway.presence.pendingStarts()).toEqual([]); // unlisted once made
+  return { f, startAt };
+}
+
 describe('a session start that failed while Postgres was away', () => {
   it('is made once Postgres is back although everyone left: the seconds billed, the session ended 5 min after, a later visit a session of its own', async () => {
-    const { f, ann, b, startAt } = await startFailed();
-    clock.advance(sec(60));
-    await Promise.all([ann.close(), b.close()]); // 60 s of two people, then nobody
-    const emptyAt = clock.now();
-    await gw.settle();
-    for (let i = 0; i < 3; i++) {
-      await gw.maintain();
-      clock.advance(sec(300));
-    }
-    await gw.maintain();
-    expect(await sessionsOf(sql, f.lesson.id)).toMatchObject([{ started_at: startAt, ended_at: emptyAt, seconds: 60, charged_seconds: 60 }]);
-    expect(await balanceOf(sql, f.partner.id)).toBe(6000 - 60);
-    expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
-    expect(await eventsOf(sql, f.partner.id, 'lesson.ended')).toHaveLength(1);
+    const { f, startAt } = await madeByAfterEmpty(gw);
 
     // two hours later the same two meet again for 10 s: a new session
     clock.advance(sec(7200));
@@ -97,5 +114,11 @@ describe('a session start that failed while Postgres was away', () => {
     expect(await sessionsOf(sql, f.lesson.id)).toMatchObject([{ started_at: startAt, ended_at: archivedAt, seconds: 60, charged_seconds: 60 }]);
     expect(await balanceOf(sql, f.partner.id)).toBe(6000 - 60);
     expect((await eventsOf(sql, f.partner.id, 'lesson.ended')).map((e) => e.data.ended_at)).toEqual([archivedAt.toISOString()]);
+  }, 60_000);
+
+  it('is made by another node when the node that gave it up died, everyone gone: the seconds billed', async () => {
+    // gw dies once everyone left: its maintenance, which would retry the start, never runs again;
+    // the other node never served the lesson (before, nothing was billed)
+    await madeByAfterEmpty(other);
   }, 60_000);
 });

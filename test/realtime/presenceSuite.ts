@@ -72,6 +72,19 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       expect(await join(l, 'c4', 'ann', T + 3000)).toMatchObject({ announce: false });
     });
 
+    it('lists the pending starts a node could not write for every node, oldest first, each once, until dropped', async () => {
+      const { p, lose } = await fresh();
+      const [l1, l2] = [lesson(), lesson()];
+      await p.keepPendingStart(l2, T + 1000);
+      await p.keepPendingStart(l1, T);
+      await p.keepPendingStart(l2, T + 5000); // listed again by another node: once, at its first time
+      expect(await p.pendingStarts()).toEqual([l1, l2]);
+      await p.dropPendingStart(l1);
+      expect(await p.pendingStarts()).toEqual([l2]);
+      await lose(); // Redis restarted: the pending starts went with the meters they were of
+      expect(await p.pendingStarts()).toEqual([]);
+    });
+
     it('counts distinct people, not connections, and returns each transition once', async () => {
       const { p, join } = await fresh();
       const l = lesson();
