@@ -303,6 +303,39 @@ describe('the board in two browsers', () => {
     await b.context().close();
   }, 90_000);
 
+  it('keeps a shape the teacher locked as it is, and tells a student who tries to lock one why it was undone', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    const elements = async () => (await s.snapshot(lesson.id)).elements as unknown as { id: string; x: number; locked: boolean }[];
+    // the teacher draws a rectangle (selected after drawing) and locks it with the editor's shortcut
+    await drawRect(a, [300, 200], [160, 100]);
+    await a.keyboard.press('Control+Shift+l');
+    await expect.poll(async () => (await elements()).map((e) => e.locked), { timeout: 10_000 }).toEqual([true]);
+    const [locked] = await elements();
+    // the student cannot take it: a drag on it moves nothing
+    await showsExactly(b, 1);
+    await clickAt(b, [380, 250]);
+    const box = (await b.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await b.mouse.move(box.x + 380, box.y + 250);
+    await b.mouse.down();
+    await b.mouse.move(box.x + 480, box.y + 350, { steps: 5 });
+    await b.mouse.up();
+    // the student locks a rectangle of their own: refused by the server, undone on screen, said plainly
+    await drawRect(b, [600, 450], [120, 80]);
+    await expect.poll(async () => (await elements()).length, { timeout: 10_000 }).toBe(2);
+    await b.keyboard.press('Control+Shift+l');
+    await b.locator('.toast', { hasText: 'Only the teacher can lock shapes, or change, move or delete locked ones.' }).waitFor({ timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, 500));
+    const after = await elements();
+    expect(after.find((e) => e.id === locked.id)).toMatchObject({ x: locked.x, locked: true });
+    expect(after.filter((e) => e.id !== locked.id).map((e) => e.locked)).toEqual([false]);
+    await b.screenshot({ path: path.join(ARTIFACTS, 'sync-locked-student.png') });
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 60_000);
+
   it('shows a stroke to the other person while it is drawn, and stores it once, when the pen lifts', async () => {
     const { lesson, teacher, student } = await s.lesson();
     let ops = 0;

@@ -73,6 +73,8 @@ const LIVE_TTL_MS = 5000;
  */
 const LOST_TO_PIN = 'The teacher pinned another page while you were drawing there: that drawing was not kept.';
 const LOST_TO_DELETE = 'The page you were drawing on was deleted: that drawing was not kept.';
+/** a student's edit refused because it locks, or touches a locked element (docs/board.md, "Locked elements") */
+const LOCKED = 'Only the teacher can lock shapes, or change, move or delete locked ones.';
 /** the notice when the page a person was on went away while they were not connected */
 const PAGE_GONE = 'The page you were on was deleted.';
 let refCounter = 0;
@@ -278,7 +280,8 @@ export class BoardSync {
     // a drawing that crossed a pin or a page delete on its way: a sentence, not the rule's id-laden text
     const drawing = sent && sent.changes.length > 0;
     const lost = drawing && code === 'pinned' ? LOST_TO_PIN : drawing && code === 'not_found' ? LOST_TO_DELETE : null;
-    this.host.notify(lost ?? message);
+    // an element operation refused as forbidden is about locking (the server's text names element ids)
+    this.host.notify(lost ?? (drawing && code === 'forbidden' ? LOCKED : message));
     // its elements are not taken up again when the editor next touches them (a second refusal)
     if (lost && sent) for (const c of sent.changes) this.drop(changeOf(c).id);
     if (!sent) return;
