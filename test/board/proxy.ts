@@ -4,11 +4,11 @@ import { afterAll } from 'vitest';
 /**
  * A TCP proxy in front of a server on loopback (the gateway under a browser,
  * Postgres under a service): `cut(ms)` drops every connection at once (as a
- * lost Wi-Fi would) and refuses new ones for `ms`; `resetWhen` resets a
+ * lost Wi-Fi would) and refuses new ones for `ms` (or until `restore()`); `resetWhen` resets a
  * client's connection at a chunk it sends (a statement crossing it).
  * Closed after the file.
  */
-export async function startProxy(targetPort: number, opts: { resetWhen?: (chunk: Buffer) => boolean } = {}): Promise<{ port: number; cut: (ms: number) => void }> {
+export async function startProxy(targetPort: number, opts: { resetWhen?: (chunk: Buffer) => boolean } = {}): Promise<{ port: number; cut: (ms: number) => void; restore: () => void }> {
   const sockets = new Set<net.Socket>();
   let downUntil = 0;
   const server = net.createServer((client) => {
@@ -41,6 +41,9 @@ export async function startProxy(targetPort: number, opts: { resetWhen?: (chunk:
     cut: (ms) => {
       downUntil = Date.now() + ms;
       for (const s of sockets) s.destroy();
+    },
+    restore: () => {
+      downUntil = 0;
     },
   };
 }

@@ -9,7 +9,8 @@ import { concurrentStart, lockKill, pgKills, pgRestart, type Result } from '../.
  */
 function expectHealthy(r: Result): void {
   expect(r.exits.filter((e) => e.expected === null), JSON.stringify(r.exits)).toEqual([]);
-  expect(r.events.missing).toBe(0);
+  // what a failure needs to be understood: the counts and the scenario's notes (kills, timings)
+  expect(r.events.missing, JSON.stringify({ events: r.events, notes: r.notes })).toBe(0);
   expect(r.events.maxPerEvent).toBeLessThanOrEqual(2);
 }
 
