@@ -111,15 +111,15 @@ export class Maintenance {
     const now = gw.now();
     let ids = gw.servedLessons();
     const served = new Set(ids);
-    let unstarted = (await meter.startsPending()).filter((id) => !served.has(id));
+    // read once (it asks Redis): the archive handling below adds none but lessons served here
+    const unstarted = (await meter.startsPending()).filter((id) => !served.has(id));
     // Never charge past a deletion whose notification we missed: those lessons end instead.
     const archived = await archivedAmong(this.sql, unstarted.length > 0 ? [...ids, ...unstarted] : ids);
     for (const lessonId of archived.keys()) await gw.archived(lessonId);
     if (archived.size > 0) ids = ids.filter((id) => !archived.has(id));
-    // Pending starts this node failed to write, of lessons nobody here serves (Meter.unstarted): the
-    // tick retries each (startRetryMs after its last try) until its meter is no longer `starting`.
-    // No vouch: this node has no sockets there.
-    unstarted = (await meter.startsPending()).filter((id) => !served.has(id));
+    // Pending starts some node failed to write, of lessons nobody here serves (Meter.unstarted and
+    // Redis's list): the tick retries each (startRetryMs after its last try) until its meter is no
+    // longer `starting`. No vouch: this node has no sockets there.
     if (unstarted.length > 0) {
       for (const r of await presence.tick(unstarted, now)) {
         if (r.meter?.state !== 'starting') meter.startSettled(r.lessonId);
