@@ -3,21 +3,21 @@ import type { MeterSeed } from '../../src/metering/meters.js';
 import { PARTICIPANT_JOINED_WINDOW_MS, rebuildMs, renewMs } from '../../src/metering/rules.js';
 import * as lua from './lua.js';
 import { parseMeterValues } from './MeterMachine.js';
-import type {
-  Change,
-  Effect,
-  JoinInput,
-  JoinResult,
-  LeaveResult,
-  MeterState,
-  Presence,
-  PresenceOptions,
-  PublicPerson,
-  ReapedLesson,
-  TickResult,
-  TickVouch,
+import {
+  PENDING_STARTS_MAX,
+  type Change,
+  type Effect,
+  type JoinInput,
+  type JoinResult,
+  type LeaveResult,
+  type MeterState,
+  type Presence,
+  type PresenceOptions,
+  type PublicPerson,
+  type ReapedLesson,
+  type TickResult,
+  type TickVouch,
 } from './Presence.js';
-import { PENDING_STARTS_MAX } from './Presence.js';
 
 export interface RedisPresenceOptions extends PresenceOptions {
   /** key namespace under REDIS_KEY_PREFIX */

@@ -9,14 +9,14 @@ async function canvasBox(page: Page) {
   return (await page.locator('[data-testid=board] canvas').last().boundingBox())!;
 }
 
-/** Draws a freehand stroke with the mouse, `points` moves long, starting at `from` (canvas coordinates). */
-export async function drawStroke(page: Page, from: [number, number], dx: number, points = 20) {
+/** Draws a freehand stroke with the mouse, `points` moves long, starting at `from` (canvas coordinates); `lift: false` leaves the pen down. */
+export async function drawStroke(page: Page, from: [number, number], dx: number, points = 20, opts: { lift?: boolean } = {}) {
   await page.locator('[data-testid="toolbar-freedraw"]').click({ force: true });
   const box = await canvasBox(page);
   await page.mouse.move(box.x + from[0], box.y + from[1]);
   await page.mouse.down();
   for (let i = 1; i <= points; i++) await page.mouse.move(box.x + from[0] + (dx * i) / points, box.y + from[1] + Math.sin(i / 3) * 30);
-  await page.mouse.up();
+  if (opts.lift !== false) await page.mouse.up();
 }
 
 /** Draws a rectangle by dragging; the editor selects it afterwards. */

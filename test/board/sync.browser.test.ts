@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clickAt, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds } from './actions.js';
+import { clickAt, dragFrom, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds } from './actions.js';
 import { suiteOrFull } from '../helpers/length.js';
 import { ARTIFACTS, startSession } from './session.js';
 
@@ -150,11 +150,7 @@ describe('the board in two browsers', () => {
     }
     await expect.poll(stored, { timeout: 10_000 }).toEqual(['freehand', 'freehand', 'freehand']);
     // and a reload with the pen still down keeps the stroke so far
-    await b.locator('[data-testid="toolbar-freedraw"]').click({ force: true });
-    const box = (await b.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await b.mouse.move(box.x + 320, box.y + 600);
-    await b.mouse.down();
-    for (let i = 1; i <= 8; i++) await b.mouse.move(box.x + 320 + i * 15, box.y + 600 + (i % 2) * 20);
+    await drawStroke(b, [320, 600], 120, 8, { lift: false });
     await reloaded();
     await b.mouse.up();
     await expect.poll(stored, { timeout: 10_000 }).toEqual(['freehand', 'freehand', 'freehand', 'freehand']);
@@ -315,12 +311,7 @@ describe('the board in two browsers', () => {
     const [locked] = await elements();
     // the student cannot take it: a drag on it moves nothing
     await showsExactly(b, 1);
-    await clickAt(b, [380, 250]);
-    const box = (await b.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await b.mouse.move(box.x + 380, box.y + 250);
-    await b.mouse.down();
-    await b.mouse.move(box.x + 480, box.y + 350, { steps: 5 });
-    await b.mouse.up();
+    await dragFrom(b, [380, 250], [480, 350]);
     // the student locks a rectangle of their own: refused by the server, undone on screen, said plainly
     await drawRect(b, [600, 450], [120, 80]);
     await expect.poll(async () => (await elements()).length, { timeout: 10_000 }).toBe(2);

@@ -6,7 +6,7 @@
  * them at full length (README, "Commands"). Each use says what the full length
  * adds.
  */
-export const FULL = process.env.TEST_FULL === '1';
+const FULL = process.env.TEST_FULL === '1';
 
 /** `suite` in `npm test`, `full` in `npm run test:full`. */
 export const suiteOrFull = <T>(suite: T, full: T): T => (FULL ? full : suite);

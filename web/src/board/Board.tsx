@@ -178,8 +178,7 @@ export function Board(props: {
         clearTimeout(throttle.current);
         throttle.current = null;
       }
-      sync.flushLocal();
-      const kept = sync.unacknowledged();
+      const kept = sync.leaving();
       tabStore.set(keptKey(props.lessonId), kept.length ? JSON.stringify(kept) : null);
     };
     const hidden = () => document.visibilityState === 'hidden' && away();

@@ -146,14 +146,15 @@ export class BoardSync {
   }
 
   /**
-   * My changes not yet acknowledged (what the editor holds included), for the page to keep across a
-   * reload: a stroke finished a moment before the page went away may not have reached the server, or
-   * its commit may not have been told. Sent again after the reload: a write the server already has is
-   * not newer and is skipped (docs/board.md, "A reload right after drawing").
+   * The page is going away: sends what the editor holds that was not sent yet (while the connection
+   * may still take it), and returns my changes not yet acknowledged, for the page to keep across a
+   * reload: a stroke finished a moment before may not have reached the server, or its commit may not
+   * have been told. Sent again after the reload: a write the server already has is not newer and is
+   * skipped (docs/board.md, "A reload right after drawing").
    */
-  unacknowledged(): Change[] {
+  leaving(): Change[] {
     if (!this.loaded) return [...this.kept];
-    this.detect();
+    this.flushLocal();
     return [...this.mine.values()];
   }
 
