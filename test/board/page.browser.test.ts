@@ -178,11 +178,15 @@ describe('the participant page in Chromium, served by the gateway', () => {
     await drawStroke(b, [400, 300], 160);
     await waitElements(a, 1);
     await b.setViewportSize({ width: 720, height: 640 }); // a small window: its board is about 400 px wide
-    proxy.cut(6000);
+    // cut off until the teacher's changes are stored (a fixed cut could run out first on a loaded machine)
+    proxy.cut(60_000);
     await b.locator('[data-testid=connection]:not([data-state=open])').waitFor();
     await a.getByRole('button', { name: 'Delete page Page 2' }).click(); // the dialog is accepted
     await drawRect(a, [700, 450], [160, 100]); // on Page 1, beyond the student's window
     await expect.poll(async () => (await snapshotOf(lesson.id)).pages.length, { timeout: 5_000 }).toBe(1);
+    await expect.poll(async () => (await snapshotOf(lesson.id)).elements.length, { timeout: 5_000 }).toBe(1);
+    expect(await b.locator('[data-testid=connection]').getAttribute('data-state')).not.toBe('open');
+    proxy.restore();
     await b.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
     await b.locator('[data-testid=page-tab-0][aria-current=page]').waitFor();
     await waitElements(b, 1);

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { suiteOrFull } from '../helpers/length.js';
 import { randomSession } from './random.js';
 import { ARTIFACTS, startSession } from './session.js';
 
@@ -10,7 +11,8 @@ import { ARTIFACTS, startSession } from './session.js';
  */
 const s = await startSession();
 const SEED = Number(process.env.BOARD_RANDOM_SEED ?? 20261123);
-const ACTIONS = 60;
+/** npm run test:full: 60 */
+const ACTIONS = suiteOrFull(30, 60);
 
 describe('a randomised two-person session', () => {
   it(`converges: both screens and the snapshot hold the same elements on every page (seed ${SEED}, ${ACTIONS} actions)`, async () => {
