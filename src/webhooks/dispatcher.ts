@@ -3,7 +3,7 @@ import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
 import { EVENTS_CHANNEL } from '../db/channels.js';
 import { DISPATCHER_LOCK_CLASS } from '../db/locks.js';
-import { reconnectBackoff } from '../db/index.js';
+import { RECONNECT_BACKOFF_MAX_S, reconnectBackoff } from '../db/index.js';
 import { retryWhileConnectionLost } from '../db/errors.js';
 import { listenSurely } from '../db/listen.js';
 import type { DeliveryResult, DispatcherMetrics } from '../metrics/dispatcher.js';
@@ -295,10 +295,14 @@ export class Dispatcher {
     void this.relock();
   }
 
-  /** Takes the lock again on a new connection: at once, then with backoff while Postgres is unreachable. */
+  /**
+   * Takes the lock again on a new connection: at once, then with backoff while Postgres is unreachable,
+   * at most as long between tries as the pools wait between reconnects (RECONNECT_BACKOFF_MAX_S), so
+   * claims resume within about that long of Postgres answering again.
+   */
   private relock(): Promise<void> {
     this.relocking ??= (async () => {
-      for (let delay = 100; !this.closed && !this.lockHeld; delay = Math.min(delay * 2, 5_000)) {
+      for (let delay = 100; !this.closed && !this.lockHeld; delay = Math.min(delay * 2, RECONNECT_BACKOFF_MAX_S * 1000)) {
         try {
           await this.lockSql`SELECT pg_advisory_lock(${DISPATCHER_LOCK_CLASS}, ${this.number})`;
           this.lockHeld = true;
