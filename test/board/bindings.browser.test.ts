@@ -143,6 +143,60 @@ describe('labels and arrows attached to shapes', () => {
     await b.context().close();
   }, 120_000);
 
+  it('wraps a long label on the other screen, after a reload and after the shape is resized, as its author sees it', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    const [x, y, w, h] = [450, 250, 200, 120];
+    await drawRect(a, [x, y], [w, h]);
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await a.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
+    await a.locator('textarea.excalidraw-wysiwyg').waitFor();
+    await a.keyboard.type('Homework for Monday: exercises four to nine');
+    await a.keyboard.press('Escape');
+    await expect.poll(async () => (await elements(lesson.id)).find((e) => e.type === 'text')?.height, { timeout: 10_000 }).toBeGreaterThan(60); // three lines
+    // which half-line bands of the shape's inside hold text, top to bottom: the lines as they are drawn
+    const lines = async (p: Page) => {
+      const r = (await elements(lesson.id)).find((e) => e.type === 'rectangle')!;
+      const bands: boolean[] = [];
+      for (let top = r.y + 8; top + 12 <= r.y + r.height - 8; top += 12) bands.push((await inkIn(p, [r.x + 8, top, r.x + r.width - 8, top + 12])) > 15);
+      return bands.map((on) => (on ? '#' : '.')).join('');
+    };
+    const shot = async (name: string) => {
+      await a.screenshot({ path: path.join(ARTIFACTS, `bindings-long-label-${name}-teacher.png`) });
+      await b.screenshot({ path: path.join(ARTIFACTS, `bindings-long-label-${name}-student.png`) });
+    };
+    const teacherSees = await lines(a);
+    expect(teacherSees.match(/#+/g)?.length ?? 0, teacherSees).toBeGreaterThanOrEqual(1);
+    expect(teacherSees.replace(/\./g, '').length, teacherSees).toBeGreaterThanOrEqual(5); // three lines of about two bands
+    // the student's screen: the same lines (before the fix: one line, cut off at both sides of the shape)
+    await expect.poll(() => lines(b), { timeout: 10_000 }).toBe(teacherSees).catch(async (err) => (await shot('arrived'), Promise.reject(err)));
+    // a reload of the student's page shows it the same way
+    await b.reload();
+    await b.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 20_000 });
+    await showsExactly(b, 2);
+    await expect.poll(() => lines(b), { timeout: 10_000 }).toBe(teacherSees).catch(async (err) => (await shot('reloaded'), Promise.reject(err)));
+
+    // the teacher makes the shape narrower by its bottom-right corner: the label wraps into more lines
+    await a.locator('[data-testid="toolbar-selection"]').click({ force: true });
+    await a.mouse.click(box.x + x, box.y + y + h / 2); // its left edge: selected
+    await a.mouse.move(box.x + x + w + 4, box.y + y + h + 4);
+    await a.mouse.down();
+    await a.mouse.move(box.x + x + w - 30, box.y + y + h + 4, { steps: 4 });
+    await a.mouse.move(box.x + x + w - 60, box.y + y + h + 4, { steps: 4 });
+    await a.mouse.up();
+    await expect.poll(async () => (await elements(lesson.id)).find((e) => e.type === 'rectangle')!.width, { timeout: 10_000 }).toBeLessThan(w - 40);
+    await a.keyboard.press('Escape'); // nothing selected: the selection box is not ink
+    await new Promise((r) => setTimeout(r, 300));
+    const narrower = await lines(a);
+    expect(narrower.replace(/\./g, '').length, narrower).toBeGreaterThan(teacherSees.replace(/\./g, '').length);
+    await expect.poll(() => lines(b), { timeout: 10_000 }).toBe(narrower).catch(async (err) => (await shot('resized'), Promise.reject(err)));
+    await shot('resized');
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 120_000);
+
   it('keeps a label typed while the other person draws (their strokes redraw the typist\'s scene) in its shape', async () => {
     const { lesson, teacher, student } = await s.lesson();
     const a = await s.open(teacher.url);

@@ -7,6 +7,7 @@ import type { Role } from '../../../src/domain/enums.js';
 import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import type { ExEl } from './convert.js';
 import { preloadBoardFonts } from './fonts.js';
+import { wrapLabels } from './labels.js';
 import { Overlays, type Viewport } from './Overlays.js';
 import { BoardMenu } from '../ui/BoardMenu.js';
 import { PageBar } from './PageBar.js';
@@ -92,8 +93,9 @@ export function Board(props: {
           // only new skeletons go through restoreElements: the scene's own objects are passed back
           // as they are (restoring copies them, and a stroke being drawn would lose its object)
           const restored = new Map(restoreElements(els.filter((e) => fresh.has(e.id!)) as never, null, { refreshDimensions: false, repairBindings: false }).map((e) => [e.id, e]));
-          const elements = els.flatMap((e) => (fresh.has(e.id!) ? (restored.has(e.id!) ? [restored.get(e.id!)!] : []) : [e]));
-          apiRef.current?.updateScene({ elements: elements as never, captureUpdate: CaptureUpdateAction.NEVER });
+          const elements = els.flatMap((e): unknown[] => (fresh.has(e.id!) ? (restored.has(e.id!) ? [restored.get(e.id!)!] : []) : [e])) as unknown as ExEl[];
+          const editing = apiRef.current?.getAppState().editingTextElement?.id ?? null;
+          apiRef.current?.updateScene({ elements: wrapLabels(elements, fresh, editing) as never, captureUpdate: CaptureUpdateAction.NEVER });
         },
         clearHistory: () => apiRef.current?.history.clear(),
         // On a page shown anew (the first load, a page switch, a pin), a page none of whose elements is
@@ -196,6 +198,18 @@ export function Board(props: {
   useEffect(() => {
     if (shownOnce) preloadBoardFonts();
   }, [shownOnce]);
+  // labels wrapped before their font was in memory (a reload, a late join) are wrapped again with it
+  useEffect(() => {
+    const again = () => {
+      const api = apiRef.current;
+      if (!api) return;
+      const els = api.getSceneElementsIncludingDeleted() as unknown as readonly ExEl[];
+      const wrapped = wrapLabels(els, new Set(els.map((e) => e.id)), api.getAppState().editingTextElement?.id ?? null);
+      if (wrapped.some((e, i) => e !== els[i])) api.updateScene({ elements: wrapped as never, captureUpdate: CaptureUpdateAction.NEVER });
+    };
+    document.fonts.addEventListener('loadingdone', again);
+    return () => document.fonts.removeEventListener('loadingdone', again);
+  }, []);
 
   const submit = (op: BoardOp) => sync.submit(op);
   /** The teacher's "Clear this page": every element of the page shown deleted, as one step of their undo. */

@@ -1,0 +1,28 @@
+import { restoreElements } from '@excalidraw/excalidraw';
+import type { ExEl } from './convert.js';
+
+/**
+ * A shape's label (a text with `containerId`) is stored as typed (docs/snapshot-format.md): the editor
+ * it was typed in wrapped it to the shape's width, but another person's editor draws the `text` it is
+ * given, and showed a long label as one line cut off at both sides of the shape until the shape was
+ * next moved. So every label that arrives, or whose shape arrives (moved or resized by someone else),
+ * is wrapped here the way Excalidraw wraps a label in its shape (restoreElements' refreshDimensions:
+ * its own wrapText, with the shape's padding), from the text as typed. Only the line breaks change:
+ * the position and size are the ones the author's editor stored. A label being typed on this page is
+ * left alone. A label wrapped before its font was in memory (a reload, a late join: it is measured in a
+ * fallback font) is wrapped again when the browser's fonts finish loading (Board.tsx). What this changes is never sent: BoardSync takes the editor's versions after it applies
+ * the board, and a person's later edit of the label sends its text as typed (`originalText`).
+ */
+export function wrapLabels(elements: readonly ExEl[], arrived: ReadonlySet<string>, editing: string | null): ExEl[] {
+  const byId = new Map(elements.map((e) => [e.id, e]));
+  return elements.map((e) => {
+    if (e.type !== 'text' || !e.containerId || e.isDeleted || e.id === editing) return e;
+    if (!arrived.has(e.id) && !arrived.has(e.containerId)) return e;
+    const shape = byId.get(e.containerId);
+    if (!shape || shape.isDeleted) return e;
+    const typed = e.originalText || e.text || '';
+    const restored = restoreElements([shape, { ...e, text: typed }] as never, null, { repairBindings: true, refreshDimensions: true }) as unknown as ExEl[];
+    const wrapped = restored.find((r) => r.id === e.id)?.text;
+    return wrapped === undefined || wrapped === e.text ? e : { ...e, text: wrapped };
+  });
+}
