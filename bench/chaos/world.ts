@@ -213,6 +213,20 @@ export class World {
     return { expected: rows.length, delivered, missing: rows.length - delivered, duplicates, maxPerEvent };
   }
 
+  /** The recorded events the receiver has not got, with their delivery's state: what a failure needs to be understood. */
+  async undelivered(): Promise<string[]> {
+    const got = this.receiver.perEvent;
+    const rows = await this.sql<{ id: number; type: string; created_at: Date; state: string | null; attempts: number | null; next_attempt_at: Date | null; claimed_by: number | null; claimed_at: Date | null; tried: number }[]>`
+      SELECT e.id, e.type, e.created_at, d.state, d.attempts, d.next_attempt_at, d.claimed_by, d.claimed_at,
+             (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS tried
+      FROM events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id
+      WHERE e.partner_id IN ${this.sql(this.partnerIds)} ORDER BY e.id`;
+    const iso = (d: Date | null) => (d ? d.toISOString().slice(11, 23) : '-');
+    return rows
+      .filter((r) => !got.has(r.id))
+      .map((r) => `event ${r.id} ${r.type} at ${iso(r.created_at)}: delivery ${r.state ?? 'none'}, ${r.attempts ?? 0} attempts (${r.tried} logged), next ${iso(r.next_attempt_at)}, claimed by ${r.claimed_by ?? '-'} at ${iso(r.claimed_at)}; now ${iso(new Date())}`);
+  }
+
   /**
    * Waits until every recorded event reached the receiver, or `ms` passed; says how long it took
    * (a note of the scenario's: a slow delivery is seen as slow, a lost one as missing).

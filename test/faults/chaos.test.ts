@@ -22,7 +22,7 @@ describe('fault suite, short scenarios', () => {
     expect(r.events.expected).toBeGreaterThan(0);
     expect(r.maxOver).toBeLessThanOrEqual(2);
     expect(r.maxUnder).toBeGreaterThanOrEqual(-2);
-  }, 90_000);
+  }, 150_000); // 26 s on a quiet machine, 66 s seen under load, plus up to 30 s waiting for events
 
   it('the dispatcher lock connection killed every 300 ms during a burst of 100 events: each delivered, at most twice', async () => {
     const r = await lockKill(100, 300);
