@@ -26,13 +26,13 @@ const api = await startTestApi({ env: gw.env, clock });
 const proxy = await startProxy(gw.port);
 const origin = `http://127.0.0.1:${proxy.port}`;
 /**
- * How long the network is away in the first test. The suite cuts 25 s (about
- * six failed attempts, the address probed from the second); the full length
+ * How long the network is away in the first test. The suite cuts 15 s (about
+ * four failed attempts, the address probed from the second); the full length
  * (`npm run test:full`, or this file alone with `npm run test:outage`) cuts a
  * minute, past the 8 attempts (about 45 s) after which the old page reloaded
  * itself.
  */
-const OUTAGE_MS = suiteOrFull(25_000, 60_000);
+const OUTAGE_MS = suiteOrFull(15_000, 60_000);
 
 describe('the page when the network goes away', () => {
   let browser: Browser;

@@ -12,7 +12,7 @@ import { ARTIFACTS, startSession } from './session.js';
 const s = await startSession();
 /** page switches in the first test, reloads in the reload test: the suite runs fewer (npm run test:full, the full counts) */
 const SWITCHES = suiteOrFull(12, 20);
-const RELOADS = suiteOrFull(6, 10);
+const RELOADS = suiteOrFull(4, 10);
 
 /** ids per page in the snapshot */
 async function snapshotByPage(lessonId: string): Promise<Map<string, string[]>> {
