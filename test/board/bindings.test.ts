@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BoardWork, referencedElementIds, type ElementState } from '../../src/board/apply.js';
 import { BoardOpError } from '../../src/board/errors.js';
 import { renderPageSvg } from '../../src/board/render/svg.js';
+import { textWidthEm } from '../../src/board/render/wrap.js';
 import { BoardOpSchema, ElementSchema, elementRefs, type BoardElement } from '../../src/board/schema.js';
 import { rect, text } from './factories.js';
 
@@ -76,6 +77,26 @@ describe('labels and attached arrows in the board format', () => {
     // and the preview draws it like any text and arrow
     const svg = renderPageSvg(ElementSchema.array().parse([label('t', 'nowhere'), arrow('a', { end_binding: binding('gone') })]), { outputWidth: 400 });
     expect(svg.svg).toContain('Label');
+  });
+
+  it('draws a long label in the preview wrapped to its box, in the middle of its shape; a free text stays as typed', () => {
+    const typed = 'Homework for Monday: exercises four to nine';
+    // as the editor stores it: the shape 200 x 120, the label's box 174 x 75 (three lines of 20 px)
+    const page = ElementSchema.array().parse([
+      rect('r', { x: 450, y: 250, width: 200, height: 120 }),
+      label('t', 'r', { text: typed, x: 462.85, y: 272.5, width: 174.3, height: 75, font_size: 20 }),
+      text('free', typed, { x: 0, y: 500, width: 420, height: 25, font_size: 20 }),
+    ]);
+    const svg = renderPageSvg(page, { outputWidth: 800 }).svg;
+    const texts = [...svg.matchAll(/<text [^>]*>(.*?)<\/text>/g)].map((m) => [...m[1].matchAll(/<tspan[^>]*>(.*?)<\/tspan>/g)].map((s) => s[1]));
+    const [labelLines, freeLines] = texts;
+    expect(labelLines.length).toBeGreaterThanOrEqual(2);
+    expect(labelLines.join(' ')).toBe(typed); // every word, in order
+    for (const l of labelLines) expect(textWidthEm(l) * 20).toBeLessThanOrEqual(174.3 + 1);
+    // the lines' middle is the shape's middle (310), as the editor centres a label
+    const y = Number(/<text x="[^"]*" y="([^"]*)"[^>]*>.*?Homework/.exec(svg)![1]);
+    expect(Math.abs(y + (labelLines.length * 20 * 1.25) / 2 - 310)).toBeLessThanOrEqual(1);
+    expect(freeLines).toEqual([typed]);
   });
 
   it('refuses a reference to an element on another page, or to the element itself; nothing is applied', () => {

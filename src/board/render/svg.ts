@@ -1,6 +1,7 @@
 import type { BoardElement } from '../schema.js';
 import { RENDER_BUDGET, RenderBudget } from './budget.js';
 import { latexToText } from './latex.js';
+import { wrapLines } from './wrap.js';
 
 /**
  * One board page as an SVG document, for the server-side preview (rendered to
@@ -285,8 +286,12 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
     case 'text': {
       const anchor = el.align === 'center' ? 'middle' : el.align === 'right' ? 'end' : 'start';
       const tx = el.align === 'center' ? el.x + el.width / 2 : el.align === 'right' ? el.x + el.width : el.x;
-      const lines = visibleLines(el.text, tx, el.y, el.font_size, ctx);
-      return g(textSvg(lines, tx, el.y, el.font_size, anchor, FONTS[el.font_family], false, el.style.stroke, ctx));
+      if (!el.container_id) return g(textSvg(visibleLines(el.text, tx, el.y, el.font_size, ctx), tx, el.y, el.font_size, anchor, FONTS[el.font_family], false, el.style.stroke, ctx));
+      // a shape's label: wrapped to its box (render/wrap.ts), in the middle of it as the editor places it
+      const wrapped = wrapLines(el.text, el.width, el.font_size, Math.ceil(ctx.reach(tx, el.y) / el.font_size / LINE_HEIGHT) + 2);
+      const ty = el.y + (el.height - wrapped.length * el.font_size * LINE_HEIGHT) / 2;
+      const lines = visibleLines(wrapped.join('\n'), tx, ty, el.font_size, ctx);
+      return g(textSvg(lines, tx, ty, el.font_size, anchor, FONTS[el.font_family], false, el.style.stroke, ctx));
     }
     case 'formula': {
       const lines = visibleLines(latexToText(el.latex), el.x, el.y, el.font_size, ctx).slice(0, 1);
