@@ -17,7 +17,7 @@
  * this tree's sources, as the tests do).
  */
 import os from 'node:os';
-import { drawRect, drawStroke, showsExactly } from '../../test/board/actions.js';
+import { drawRect, drawStroke, showsExactly, typeText } from '../../test/board/actions.js';
 import { browserBench } from './env.js';
 
 const RELOADS = Number(process.env.RELOADS ?? 20);
@@ -36,12 +36,7 @@ async function main(): Promise<void> {
     const a = await bench.open(teacher);
     for (let i = 0; i < 3; i++) await drawStroke(a, [320 + i * 150, 300], 100, 8);
     await drawRect(a, [420, 480], [150, 80]);
-    await a.locator('[data-testid="toolbar-text"]').click({ force: true });
-    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await a.mouse.click(box.x + 650, box.y + 450);
-    await a.locator('textarea.excalidraw-wysiwyg').waitFor();
-    await a.keyboard.type('Homework: page 12');
-    await a.keyboard.press('Escape');
+    await typeText(a, [650, 450], 'Homework: page 12');
     await showsExactly(a, 5);
 
     const late: number[] = [];

@@ -71,11 +71,11 @@ async function withCluster(
     // a window for lost events, not a speed target: it ends as soon as all have arrived, and is long
     // enough for a dispatcher on a machine loaded by other test runs (15 s once missed 2 events there)
     notes.push(await world.waitDelivered(opts.deliverMs ?? 30_000));
-    if ((await world.events()).missing > 0) {
+    const events = await world.events();
+    if (events.missing > 0) {
       notes.push(...(await world.undelivered()));
       for (const [role, p] of cluster.procs) notes.push(...p.lines.slice(-6).map((l) => `${role}: ${l.trim().slice(0, 400)}`));
     }
-    const events = await world.events();
     const r2 = (x: number) => Math.round(x * 100) / 100;
     return {
       scenario,

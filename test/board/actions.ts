@@ -19,6 +19,18 @@ export async function drawStroke(page: Page, from: [number, number], dx: number,
   if (opts.lift !== false) await page.mouse.up();
 }
 
+/** Types a text with the text tool at a canvas point: waits for the editor to open before typing and to close after Escape. */
+export async function typeText(page: Page, at: [number, number], text: string) {
+  await page.locator('[data-testid="toolbar-text"]').click({ force: true });
+  const box = await canvasBox(page);
+  await page.mouse.click(box.x + at[0], box.y + at[1]);
+  // type only once the text editor is open (on a loaded machine the first keys could come before it)
+  await page.locator('textarea.excalidraw-wysiwyg').waitFor();
+  await page.keyboard.type(text);
+  await page.keyboard.press('Escape');
+  await page.locator('textarea.excalidraw-wysiwyg').waitFor({ state: 'detached' });
+}
+
 /** Draws a rectangle by dragging; the editor selects it afterwards. */
 export async function drawRect(page: Page, from: [number, number], size: [number, number]) {
   await page.locator('[data-testid="toolbar-rectangle"]').click({ force: true });

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { typeText } from './actions.js';
 import { startProxy } from './proxy.js';
 import { ARTIFACTS, startSession } from './session.js';
 
@@ -26,13 +27,7 @@ describe('texts and fonts', () => {
     await new Promise((r) => setTimeout(r, 2000));
     proxy.cut(5000);
     await b.locator('[data-testid=connection]:not([data-state=open])').waitFor();
-    await b.locator('[data-testid="toolbar-text"]').click({ force: true });
-    const box = (await b.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await b.mouse.click(box.x + 300, box.y + 300);
-    await b.locator('textarea.excalidraw-wysiwyg').waitFor();
-    await b.keyboard.type(TEXT);
-    await b.keyboard.press('Escape');
-    await b.locator('textarea.excalidraw-wysiwyg').waitFor({ state: 'detached' });
+    await typeText(b, [300, 300], TEXT);
     await b.locator('[data-testid=connection][data-state=open]').waitFor({ timeout: 30_000 });
 
     await expect.poll(async () => (await s.snapshot(lesson.id)).elements.length, { timeout: 10_000 }).toBe(1);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clickAt, dragFrom, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds } from './actions.js';
+import { clickAt, dragFrom, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds, typeText } from './actions.js';
 import { suiteOrFull } from '../helpers/length.js';
 import { ARTIFACTS, startSession } from './session.js';
 
@@ -168,14 +168,7 @@ describe('the board in two browsers', () => {
     for (let i = 0; i < 3; i++) await drawStroke(a, [320 + i * 150, 300], 100, 8);
     await drawRect(a, [420, 480], [150, 80]);
     // a text: the editor measures texts again by itself once its fonts load
-    await a.locator('[data-testid="toolbar-text"]').click({ force: true });
-    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await a.mouse.click(box.x + 650, box.y + 450);
-    // type only once the text editor is open (on a loaded machine the first keys could come before it)
-    await a.locator('textarea.excalidraw-wysiwyg').waitFor();
-    await a.keyboard.type('Homework: page 12');
-    await a.keyboard.press('Escape');
-    await a.locator('textarea.excalidraw-wysiwyg').waitFor({ state: 'detached' });
+    await typeText(a, [650, 450], 'Homework: page 12');
     await expect.poll(async () => (await s.snapshot(lesson.id)).elements.length, { timeout: 10_000 }).toBe(5);
     // the teacher's editor measures its text again once its fonts load (an edit of its own): after that
     await a.evaluate(() => document.fonts.ready.then(() => new Promise((r) => setTimeout(r, 500))));

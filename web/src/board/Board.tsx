@@ -204,8 +204,8 @@ export function Board(props: {
       const api = apiRef.current;
       if (!api) return;
       const els = api.getSceneElementsIncludingDeleted() as unknown as readonly ExEl[];
-      const wrapped = wrapLabels(els, new Set(els.map((e) => e.id)), api.getAppState().editingTextElement?.id ?? null);
-      if (wrapped.some((e, i) => e !== els[i])) api.updateScene({ elements: wrapped as never, captureUpdate: CaptureUpdateAction.NEVER });
+      const wrapped = wrapLabels(els, null, api.getAppState().editingTextElement?.id ?? null);
+      if (wrapped !== els && wrapped.some((e, i) => e !== els[i])) api.updateScene({ elements: wrapped as never, captureUpdate: CaptureUpdateAction.NEVER });
     };
     document.fonts.addEventListener('loadingdone', again);
     return () => document.fonts.removeEventListener('loadingdone', again);

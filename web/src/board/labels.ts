@@ -13,12 +13,15 @@ import type { ExEl } from './convert.js';
  * fallback font) is wrapped again when the browser's fonts finish loading (Board.tsx). What this changes is never sent: BoardSync takes the editor's versions after it applies
  * the board, and a person's later edit of the label sends its text as typed (`originalText`).
  */
-export function wrapLabels(elements: readonly ExEl[], arrived: ReadonlySet<string>, editing: string | null): ExEl[] {
+export function wrapLabels(elements: readonly ExEl[], arrived: ReadonlySet<string> | null, editing: string | null): readonly ExEl[] {
+  // `arrived` null: every label (the fonts loaded)
+  const due = (e: ExEl) => e.type === 'text' && !!e.containerId && !e.isDeleted && e.id !== editing && (!arrived || arrived.has(e.id) || arrived.has(e.containerId));
+  // this runs on every board update: most carry no label, and then nothing is looked up or copied
+  if (!elements.some(due)) return elements;
   const byId = new Map(elements.map((e) => [e.id, e]));
   return elements.map((e) => {
-    if (e.type !== 'text' || !e.containerId || e.isDeleted || e.id === editing) return e;
-    if (!arrived.has(e.id) && !arrived.has(e.containerId)) return e;
-    const shape = byId.get(e.containerId);
+    if (!due(e)) return e;
+    const shape = byId.get(e.containerId!);
     if (!shape || shape.isDeleted) return e;
     const typed = e.originalText || e.text || '';
     const restored = restoreElements([shape, { ...e, text: typed }] as never, null, { repairBindings: true, refreshDimensions: true }) as unknown as ExEl[];
