@@ -97,7 +97,9 @@ describe('the render pool', () => {
     await plant(api.deps.sql, slow.lesson.id, textBomb(800));
     await plant(api.deps.sql, a.lesson.id, [rect('r')]);
     await plant(api.deps.sql, b.lesson.id, [rect('r')]);
-    const pool = new RenderPool(limits({ queueMs: 4000 }));
+    // Order and sharing, not speed: no queue or render time limit a loaded machine could reach
+    // (the 4 s queue time was once passed beside two browser files, CI of stop 39).
+    const pool = new RenderPool(limits({ queueMs: 120_000, timeoutMs: 120_000 }));
     try {
       await pool.render(a.lesson.id, 100); // the child is started and warm
       const order: string[] = [];
@@ -111,7 +113,7 @@ describe('the render pool', () => {
     } finally {
       pool.close();
     }
-    const busy = new RenderPool(limits({ queueMs: 50 }));
+    const busy = new RenderPool(limits({ queueMs: 50, timeoutMs: 120_000 }));
     try {
       const running = busy.render(slow.lesson.id, 800);
       await expect(busy.render(a.lesson.id, 800)).rejects.toBeInstanceOf(RenderBusy);
@@ -119,5 +121,5 @@ describe('the render pool', () => {
     } finally {
       busy.close();
     }
-  });
+  }, 120_000);
 });
