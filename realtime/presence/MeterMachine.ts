@@ -1,6 +1,6 @@
 import type { MeterSeed } from '../../src/metering/meters.js';
 import { idleEndDue, METERED_PEOPLE } from '../../src/metering/rules.js';
-import { METER_FIELDS } from './lua.js';
+import { METER_FIELDS, RUNS_KEPT } from './lua.js';
 
 /**
  * The meter of a lesson as a state machine: a closed set of states and the
@@ -39,10 +39,29 @@ interface Common {
   /** latest departure, reported while rebuilding, of a connection Redis had lost (lostDeparture) */
   goneAt: number | null;
   /**
-   * The last run a pause ended in this session (kept through a resume): a deletion noticed after
-   * it (a missed notice) takes back what it ran past archived_at (cutAfter). null: none yet.
+   * The last RUNS_KEPT runs pauses ended in this session, oldest first (kept through resumes): a
+   * deletion noticed after them (a missed notice) takes back what they ran past archived_at
+   * (cutAfter). Empty: none yet.
    */
-  lastRun: { from: number; to: number } | null;
+  runs: readonly Run[];
+}
+
+/** A stretch of metering a pause ended: from its start to the pause (ms). */
+export interface Run {
+  from: number;
+  to: number;
+}
+
+const NO_RUNS: readonly Run[] = [];
+
+/** The runs' hash fields: run_from and run_to hold the starts and the ends, comma-separated. */
+function parseRuns(from: string | null | undefined, to: string | null | undefined): readonly Run[] {
+  if (!from || !to) return NO_RUNS;
+  const fs = from.split(',');
+  const ts = to.split(',');
+  const out: Run[] = [];
+  for (let i = 0; i < fs.length && i < ts.length; i++) out.push({ from: Number(fs[i]), to: Number(ts[i]) });
+  return out;
 }
 
 /** A session the rules ended, to be written to Postgres (finishSession), then cleared. */
@@ -171,22 +190,20 @@ export function parseMeterValues(v: ArrayLike<string | null | undefined>): Meter
   const flushAt = num(v[FIELD.flush_at]);
   const seededAt = num(v[FIELD.seeded_at]);
   const goneAt = num(v[FIELD.gone]);
-  const runFrom = num(v[FIELD.run_from]);
-  const runTo = num(v[FIELD.run_to]);
-  const lastRun = runFrom !== null && runTo !== null ? { from: runFrom, to: runTo } : null;
+  const runs = parseRuns(v[FIELD.run_from], v[FIELD.run_to]);
   const sid = num(v[FIELD.sid]);
   const since = num(v[FIELD.since]);
   const accMs = num(v[FIELD.acc]) ?? 0;
   if (sid !== null) {
     return since !== null
-      ? { state: 'running', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun, sessionId: sid, accMs, since }
-      : { state: 'paused', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun, sessionId: sid, accMs, pausedAt: num(v[FIELD.paused_at]) };
+      ? { state: 'running', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs, sessionId: sid, accMs, since }
+      : { state: 'paused', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs, sessionId: sid, accMs, pausedAt: num(v[FIELD.paused_at]) };
   }
   const startAt = num(v[FIELD.start_at]);
   if (startAt !== null) {
-    return { state: 'starting', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun, startAt, startClaim: num(v[FIELD.start_claim]) ?? startAt, accMs, since, pausedAt: num(v[FIELD.paused_at]) };
+    return { state: 'starting', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs, startAt, startClaim: num(v[FIELD.start_claim]) ?? startAt, accMs, since, pausedAt: num(v[FIELD.paused_at]) };
   }
-  return { state: 'idle', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, lastRun };
+  return { state: 'idle', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs };
 }
 
 // ---- transitions (the same as the Lua functions of the same names) -----------
@@ -204,7 +221,7 @@ export function seedMeter(s: MeterSeed, now: number, goneAt: number | null = nul
     // only a running session has anything to reconcile with the re-registered sockets (settle)
     seededAt: s.sessionId === null ? null : now,
     goneAt,
-    lastRun: null,
+    runs: NO_RUNS,
   };
   if (s.sessionId === null) return { ...common, state: 'idle' };
   const accMs = Math.round(s.accMs);
@@ -219,14 +236,15 @@ export function pause(m: MeterState, at: number): MeterState {
   if (since === null) return m;
   const accMs = accOf(m) + Math.max(0, at - since);
   const pausedAt = Math.max(at, since);
-  const lastRun = { from: since, to: pausedAt };
+  const ended = m.runs;
+  const runs = [...(ended.length < RUNS_KEPT ? ended : ended.slice(ended.length - RUNS_KEPT + 1)), { from: since, to: pausedAt }];
   switch (m.state) {
     case 'running': {
       const { since: _s, ...rest } = m;
-      return { ...rest, state: 'paused', accMs, pausedAt, lastRun };
+      return { ...rest, state: 'paused', accMs, pausedAt, runs };
     }
     case 'starting':
-      return { ...m, accMs, since: null, pausedAt, lastRun };
+      return { ...m, accMs, since: null, pausedAt, runs };
     case 'idle':
     case 'paused':
       return m;
@@ -239,7 +257,7 @@ export function pause(m: MeterState, at: number): MeterState {
 function startRun(m: Idle | Paused | Starting, now: number): { m: MeterState; fx: Transition } {
   switch (m.state) {
     case 'idle':
-      return { m: { ...m, state: 'starting', startAt: now, startClaim: now, accMs: 0, since: now, pausedAt: null, peopleMax: 0, lastRun: null }, fx: 'start' };
+      return { m: { ...m, state: 'starting', startAt: now, startClaim: now, accMs: 0, since: now, pausedAt: null, peopleMax: 0, runs: NO_RUNS }, fx: 'start' };
     case 'paused': {
       const { pausedAt: _, ...rest } = m;
       return { m: { ...rest, state: 'running', since: now }, fx: 'resume' };
@@ -262,22 +280,23 @@ export function pendEnd(m: WithSession, endAt: number): Idle {
     flushAt: m.flushAt,
     seededAt: m.seededAt,
     goneAt: m.goneAt,
-    lastRun: null,
+    runs: NO_RUNS,
     pendingEnd: { sessionId: m.sessionId, seconds: Math.floor(m.accMs / 1000), chargeAt: pausedAt ?? endAt, endAt },
   };
 }
 
 /**
- * cut_after: the lesson was deleted at `at` and the deletion is noticed after a pause that ended a
- * run past it (its notice was missed): that run's time past `at` comes off, and a pause past `at`
+ * cut_after: the lesson was deleted at `at` and the deletion is noticed after pauses that ended
+ * runs past it (its notice was missed): those runs' time past `at` comes off, and a pause past `at`
  * is dated `at`. The same meter when there is nothing to take back.
  */
 function cutAfter<T extends Starting | Running | Paused>(m: T, at: number): T {
-  const run = m.lastRun;
-  if (run === null || run.to <= at) return m;
-  const accMs = Math.max(0, m.accMs - (run.to - Math.max(run.from, at)));
+  let past = 0;
+  for (const run of m.runs) if (run.to > at) past += run.to - Math.max(run.from, at);
+  if (past === 0) return m;
+  const accMs = Math.max(0, m.accMs - past);
   const paused = 'pausedAt' in m && m.pausedAt !== null && m.pausedAt > at && runningSince(m) === null;
-  return { ...m, accMs, lastRun: null, ...(paused ? { pausedAt: at } : {}) };
+  return { ...m, accMs, runs: NO_RUNS, ...(paused ? { pausedAt: at } : {}) };
 }
 
 /**
@@ -412,7 +431,7 @@ export function archive(m: MeterState, at: number, now: number): { kind: 'end' |
         const paused = pause(cutAfter(m, at), at);
         return { kind: 'starting', m: paused === m ? m : bump(paused, now) };
       }
-      return { kind: 'none', m: { ...common(m), state: 'idle', lastRun: null } };
+      return { kind: 'none', m: { ...common(m), state: 'idle', runs: NO_RUNS } };
     }
     case 'running':
     case 'paused': {
@@ -470,5 +489,5 @@ export function forgettable(m: MeterState, count: number): boolean {
 }
 
 function common(m: MeterState): Common {
-  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt, goneAt: m.goneAt, lastRun: m.lastRun };
+  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt, goneAt: m.goneAt, runs: m.runs };
 }

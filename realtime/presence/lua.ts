@@ -62,6 +62,14 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
  * Times are milliseconds of the calling node's clock (deps.clock), passed in
  * ARGV so that tests can drive them with a ManualClock.
  */
+/**
+ * The most ended runs a meter keeps (run_from/run_to) for a late deletion's cut (cut_after). A
+ * deletion whose notice was missed is found by the next flush (seconds later), so more
+ * pause-resume cycles than this in between is someone flapping on purpose; the excess of the
+ * older ones is then billed.
+ */
+export const RUNS_KEPT = 8;
+
 export const METER_FIELDS = [
   'seq', // hybrid clock: max(seq + 1, now); orders snapshots and presence events
   'sid', // running session id ('' none yet)
@@ -79,8 +87,8 @@ export const METER_FIELDS = [
   'flush_at', // last periodic flush claimed
   'seeded_at', // the meter was rebuilt from Postgres then ('' otherwise)
   'gone', // latest departure, reported while rebuilding, of a connection Redis had lost ('' none)
-  'run_from', // the last run a pause ended: its start ('' none since the session began) ...
-  'run_to', // ... and its end (kept through a resume: a deletion noticed late takes back what it ran past archived_at)
+  'run_from', // the last RUNS_KEPT runs pauses ended, their starts comma-separated, oldest first ('' none since the session began) ...
+  'run_to', // ... and their ends (kept through resumes: a deletion noticed late takes back what they ran past archived_at)
 ] as const;
 
 const LIB = `
@@ -143,6 +151,8 @@ local function bump(m, now) m.seq = F(math.max((N(m.seq) or 0) + 1, now)) end
 
 -- rules.ts METERED_PEOPLE (the two-person rule)
 local METERED = ${METERED_PEOPLE}
+-- RUNS_KEPT (above)
+local RUNS_KEPT = ${RUNS_KEPT}
 
 -- When this Redis state began; a script that finds none starts it (rules.ts rebuildMs).
 -- On a cluster each slot has its own (a master that lost its data lost its slots' epochs):
@@ -186,16 +196,26 @@ local function pause(m, at)
     m.acc = F((N(m.acc) or 0) + math.max(0, at - since))
     m.since = ''
     m.paused_at = F(math.max(at, since))
-    m.run_from = F(since); m.run_to = m.paused_at
+    local fs = (m.run_from ~= '' and split(m.run_from, ',')) or {}
+    local ts = (m.run_to ~= '' and split(m.run_to, ',')) or {}
+    fs[#fs + 1] = F(since); ts[#ts + 1] = m.paused_at
+    while #fs > RUNS_KEPT do table.remove(fs, 1); table.remove(ts, 1) end
+    m.run_from = table.concat(fs, ','); m.run_to = table.concat(ts, ',')
   end
 end
 
--- cutAfter: a deletion at \`at\` noticed after a pause that ended a run past it (the notice was
--- missed): that run's time past \`at\` comes off. True if anything did.
+-- cutAfter: a deletion at \`at\` noticed after pauses that ended runs past it (the notice was
+-- missed): those runs' time past \`at\` comes off. True if anything did.
 local function cut_after(m, at)
-  local from, to = N(m.run_from), N(m.run_to)
-  if not (from and to and to > at) then return false end
-  m.acc = F(math.max(0, (N(m.acc) or 0) - (to - math.max(from, at))))
+  if m.run_from == '' or m.run_to == '' then return false end
+  local fs, ts = split(m.run_from, ','), split(m.run_to, ',')
+  local past = 0
+  for i = 1, math.min(#fs, #ts) do
+    local from, to = N(fs[i]), N(ts[i])
+    if from and to and to > at then past = past + (to - math.max(from, at)) end
+  end
+  if past == 0 then return false end
+  m.acc = F(math.max(0, (N(m.acc) or 0) - past))
   m.run_from = ''; m.run_to = ''
   if m.since == '' and N(m.paused_at) and N(m.paused_at) > at then m.paused_at = F(at) end
   return true

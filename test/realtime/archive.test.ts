@@ -78,12 +78,38 @@ describe('DELETE /lessons/{id} with people in the lesson', () => {
     await b.close(); // two to one: the pause is charged at once, 4 s past the deletion
     await gw.settle();
     clock.advance(1_000);
-    await gw.maintain(); // the flush finds the deletion and ends the session
-    expect(await a.waitClosed()).toBe(4410);
+    await endsAtTheDeletion(f, archivedAt, [a]);
+  });
+
+  it('bills nothing past archived_at through several pauses and resumes after a deletion the node had not heard of', async () => {
+    const f = await lessonWithLinks(sql, { minutes: 100 });
+    const a = await join(gw.wsUrl(await f.link('a', { at: clock.now() })));
+    const tb = await f.link('b', { at: clock.now() });
+    let b = await join(gw.wsUrl(tb));
     await gw.settle();
-    const [s] = await sessionsOf(sql, f.lesson.id);
-    expect(s).toMatchObject({ seconds: 30, charged_seconds: 30, ended_at: archivedAt });
-    expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(30);
-    expect(await balanceOf(sql, f.partner.id)).toBe(6000 - 30);
+    clock.advance(30_000);
+    const archivedAt = clock.now();
+    await sql`UPDATE lessons SET archived_at = ${archivedAt} WHERE id = ${f.lesson.id}`; // its notice missed
+    // three pause-resume cycles inside one flush interval (the link is still in the node's cache)
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1_000);
+      await b.close(); // two to one: 1 s past the deletion metered, the pause's charge skipped
+      await gw.settle();
+      b = await join(gw.wsUrl(tb)); // back: metering resumes
+      await gw.settle();
+    }
+    clock.advance(1_000);
+    await endsAtTheDeletion(f, archivedAt, [a, b]);
   });
 });
+
+/** The next flush finds a deletion the node missed: the people still in are closed, and the lesson's 30 s up to it are all that is billed. */
+async function endsAtTheDeletion(f: Awaited<ReturnType<typeof lessonWithLinks>>, archivedAt: Date, inside: TestClient[]) {
+  await gw.maintain();
+  for (const c of inside) expect(await c.waitClosed()).toBe(4410);
+  await gw.settle();
+  const [s] = await sessionsOf(sql, f.lesson.id);
+  expect(s).toMatchObject({ seconds: 30, charged_seconds: 30, ended_at: archivedAt });
+  expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(30);
+  expect(await balanceOf(sql, f.partner.id)).toBe(6000 - 30);
+}

@@ -3,6 +3,7 @@ import type { MeterSeed } from '../../src/metering/meters.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { rebuildMs, renewMs } from '../../src/metering/rules.js';
 import type { Presence, PresenceOptions, PublicPerson } from '../../realtime/presence/Presence.js';
+import { RUNS_KEPT } from '../../realtime/presence/lua.js';
 
 /** One Presence under test, and a way to make it lose its state (a Redis restart). */
 export interface PresenceHarness {
@@ -313,6 +314,27 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
       await join(late, 'b2', 'bob', T + 47_000); // resumed
       const cut = await p.archiveEnd(late, T + 30_000, T + 50_000);
       expect(cut).toMatchObject({ state: 'idle', pendingEnd: { sessionId: 22, seconds: 30, chargeAt: T + 30_000, endAt: T + 30_000 } });
+
+      // several pauses and resumes past the deletion: every run's time past it comes off, the
+      // oldest of them too
+      const cycles = await running(23);
+      await p.leave(cycles, 'b', T + 28_000); // paused 2 s before the deletion: kept
+      await join(cycles, 'b2', 'bob', T + 29_000);
+      for (let k = 0; k < 3; k++) {
+        await p.leave(cycles, `b${k + 2}`, T + 31_000 + k * 2000); // 1 s past the deletion, each time
+        await join(cycles, `b${k + 3}`, 'bob', T + 32_000 + k * 2000);
+      }
+      const cycled = await p.archiveEnd(cycles, T + 30_000, T + 38_000);
+      expect(cycled).toMatchObject({ state: 'idle', pendingEnd: { sessionId: 23, seconds: 29, chargeAt: T + 30_000, endAt: T + 30_000 } });
+      // someone flapping keeps the meter bounded: the last RUNS_KEPT runs, oldest first
+      const flap = await running(24);
+      for (let k = 0; k < RUNS_KEPT + 5; k++) {
+        await p.leave(flap, k === 0 ? 'b' : `f${k}`, T + 1000 + k * 1000);
+        await join(flap, `f${k + 1}`, 'bob', T + 1500 + k * 1000);
+      }
+      const runs = (await p.tick([flap], T + 60_000))[0].meter!.runs;
+      expect(runs).toHaveLength(RUNS_KEPT);
+      expect(runs.at(-1)).toEqual({ from: T + 500 + (RUNS_KEPT + 4) * 1000, to: T + 1000 + (RUNS_KEPT + 4) * 1000 });
 
       // a start decided at or after the deletion: dropped
       const other = lesson();
