@@ -99,6 +99,11 @@ export const TextSchema = z
      * a free text. x, y, width, height are still the text's own box.
      */
     container_id: IdSchema.optional(),
+    /**
+     * Where a label sits in its shape's height (Excalidraw's vertical align). Absent: `middle`.
+     * A free text ignores it.
+     */
+    vertical_align: z.enum(['top', 'middle', 'bottom']).optional(),
   })
   .strict();
 export const FormulaSchema = z

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { dragFrom, drawRect, drawStroke, inkIn, showsExactly } from './actions.js';
+import { clickAt, dragFrom, drawRect, drawStroke, inkIn, showsExactly } from './actions.js';
 
 /** Draws an arrow by dragging with the arrow tool (canvas coordinates). */
 async function drawArrow(page: Page, from: [number, number], to: [number, number]) {
@@ -192,6 +192,65 @@ describe('labels and arrows attached to shapes', () => {
     expect(narrower.replace(/\./g, '').length, narrower).toBeGreaterThan(teacherSees.replace(/\./g, '').length);
     await expect.poll(() => lines(b), { timeout: 10_000 }).toBe(narrower).catch(async (err) => (await shot('resized'), Promise.reject(err)));
     await shot('resized');
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 120_000);
+
+  it('keeps a label where its author put it in the shape\'s height (top) when the other person moves the shape: both screens, the snapshot, a reload', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    const [x, y, w, h] = [450, 150, 240, 220];
+    await drawRect(a, [x, y], [w, h]);
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
+    await a.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
+    await a.keyboard.type('Top');
+    await a.keyboard.press('Escape');
+    await expect.poll(async () => (await elements(lesson.id)).map((e) => e.type).sort(), { timeout: 10_000 }).toEqual(['rectangle', 'text']);
+    // the teacher selects the rectangle by its edge and puts its label at the top (Excalidraw's "Align top")
+    await clickAt(a, [x, y + h / 2]);
+    await a.locator('[data-testid="align-top"]').click({ force: true });
+    type Label = El & { vertical_align?: string };
+    const label = async () => {
+      const els = (await elements(lesson.id)) as Label[];
+      const r = els.find((e) => e.type === 'rectangle')!;
+      const t = els.find((e) => e.type === 'text')!;
+      return { align: t.vertical_align, atTop: t.y - r.y < 20, contained: t.container_id === r.id };
+    };
+    await expect.poll(label, { timeout: 10_000 }).toEqual({ align: 'top', atTop: true, contained: true });
+    // on a screen: ink in the band at the top of the rectangle (at dy from where it was drawn, of
+    // height hh), none in its middle
+    const screen = async (p: Page, dy: number, hh = h) => ({
+      top: (await inkIn(p, [x + 40, y + dy + 4, x + w - 40, y + dy + 45])) > 20,
+      middle: await inkIn(p, [x + 40, y + dy + hh / 2 - 30, x + w - 40, y + dy + hh / 2 + 30]),
+    });
+    const want = { top: true, middle: 0 };
+    await expect.poll(() => screen(b, 0), { timeout: 10_000 }).toEqual(want);
+
+    // the student moves the rectangle 150 down by its left edge, then makes it 100 taller by its
+    // corner handle (the editor places the label again): it stays at the top on both screens
+    const r0 = (await elements(lesson.id)).find((e) => e.type === 'rectangle')!;
+    await dragFrom(b, [x, y + h / 2], [x, y + h / 2 + 150]);
+    await dragFrom(b, [x + w + 4, y + 150 + h + 4], [x + w + 4, y + 150 + h + 104]);
+    await expect.poll(async () => (await elements(lesson.id)).find((e) => e.type === 'rectangle')!, { timeout: 10_000 }).toMatchObject({
+      y: expect.toSatisfy((v: number) => v > r0.y + 100),
+      height: expect.toSatisfy((v: number) => v > r0.height + 50),
+    });
+    try {
+      await expect.poll(() => screen(b, 150, h + 100), { timeout: 10_000 }).toEqual(want);
+      await expect.poll(() => screen(a, 150, h + 100), { timeout: 10_000 }).toEqual(want);
+    } finally {
+      await a.screenshot({ path: path.join(ARTIFACTS, 'bindings-label-top-teacher.png') });
+      await b.screenshot({ path: path.join(ARTIFACTS, 'bindings-label-top-student.png') });
+    }
+    await expect.poll(label, { timeout: 10_000 }).toEqual({ align: 'top', atTop: true, contained: true });
+
+    // a reload (and so a late join) shows it at the top too
+    await b.reload();
+    await b.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 20_000 });
+    await showsExactly(b, 2);
+    await expect.poll(() => screen(b, 150, h + 100), { timeout: 10_000 }).toEqual(want);
     expect([...a.errors, ...b.errors]).toEqual([]);
     await a.context().close();
     await b.context().close();

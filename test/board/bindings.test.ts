@@ -36,17 +36,19 @@ function refused(fn: () => unknown): string {
 describe('labels and attached arrows in the board format', () => {
   it('keeps a label\'s container_id and an arrow\'s bindings through the schema, and adds nothing to elements without them', () => {
     expect(ElementSchema.parse(label('t', 'r'))).toMatchObject({ container_id: 'r' });
+    expect(ElementSchema.parse(label('t', 'r', { vertical_align: 'top' }))).toMatchObject({ vertical_align: 'top' });
     const a = ElementSchema.parse(arrow('a', { start_binding: binding('r1'), end_binding: binding('r2', { focus: -1, gap: 0 }) }));
     expect(a).toMatchObject({ start_binding: { element_id: 'r1', focus: 0.25, gap: 4 }, end_binding: { element_id: 'r2', focus: -1, gap: 0 } });
     // an element stored before the fields existed reads exactly as before: no key appears
     expect(Object.keys(ElementSchema.parse(text('t', 'free')))).not.toContain('container_id');
+    expect(Object.keys(ElementSchema.parse(label('t', 'r')))).not.toContain('vertical_align'); // absent: the middle
     expect(Object.keys(ElementSchema.parse(arrow('a')))).not.toContain('start_binding');
     expect(elementRefs(ElementSchema.parse(label('t', 'r')))).toEqual(['r']);
     expect(elementRefs(a)).toEqual(['r1', 'r2']);
     expect(elementRefs(rect('r'))).toEqual([]);
   });
 
-  it('refuses malformed references: ids, focus outside -1..1, a negative or huge gap, unknown binding keys, a binding on a shape', () => {
+  it('refuses malformed references: ids, focus outside -1..1, a negative or huge gap, unknown binding keys, a binding on a shape, a vertical align other than a label\'s top, middle or bottom', () => {
     const bad: BoardElement[] = [
       label('t', 'bad id!'),
       label('t', 'x'.repeat(65)),
@@ -58,6 +60,8 @@ describe('labels and attached arrows in the board format', () => {
       arrow('a', { end_binding: { ...binding('r'), fixed_point: [0.5, 0.5] } }),
       arrow('a', { end_binding: 'r' }),
       rect('r', { container_id: 'x' }),
+      label('t', 'r', { vertical_align: 'center' }),
+      rect('r', { vertical_align: 'top' }),
       rect('r', { start_binding: binding('x') }),
     ];
     for (const el of bad) expect(BoardOpSchema.safeParse({ type: 'element.add', elements: [el] }).success, JSON.stringify(el)).toBe(false);

@@ -38,6 +38,7 @@ export interface ExEl {
   fontSize?: number;
   fontFamily?: number;
   textAlign?: string;
+  verticalAlign?: string;
   containerId?: string | null;
   startBinding?: ExBinding | null;
   endBinding?: ExBinding | null;
@@ -194,6 +195,8 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         font_family: FONT_TO_OURS(ex.fontFamily),
         align: (['left', 'center', 'right'].includes(ex.textAlign ?? '') ? ex.textAlign : 'left') as 'left',
         ...(container ? { container_id: container } : {}),
+        // a label's place in its shape's height; the middle (Excalidraw's default) is not written
+        ...(container && (ex.verticalAlign === 'top' || ex.verticalAlign === 'bottom') ? { vertical_align: ex.verticalAlign } : {}),
       };
     }
   }
@@ -262,7 +265,7 @@ export function toExcalidraw(el: BoardElement, roughness: number, bound: readonl
     case 'vector':
       return { ...common, type: 'arrow', points: [[0, 0], [el.dx, el.dy]], width: Math.abs(el.dx), height: Math.abs(el.dy), startArrowhead: null, endArrowhead: 'triangle', roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null, customData: { kind: 'vector', label: el.label, magnitude: el.magnitude, unit: el.unit } };
     case 'text':
-      // a label sits in the middle of its shape (Excalidraw's default for a label; the x, y sent are where it is)
-      return { ...common, type: 'text', text: el.text, originalText: el.text, fontSize: el.font_size, fontFamily: OURS_TO_FONT[el.font_family], textAlign: el.align, verticalAlign: el.container_id ? 'middle' : 'top', width: el.width, height: el.height, containerId: el.container_id ?? null, autoResize: true, lineHeight: 1.25 };
+      // a label sits where its author put it in the shape's height (the middle unless said; the x, y sent are where it is)
+      return { ...common, type: 'text', text: el.text, originalText: el.text, fontSize: el.font_size, fontFamily: OURS_TO_FONT[el.font_family], textAlign: el.align, verticalAlign: el.container_id ? (el.vertical_align ?? 'middle') : 'top', width: el.width, height: el.height, containerId: el.container_id ?? null, autoResize: true, lineHeight: 1.25 };
   }
 }
