@@ -56,8 +56,15 @@ const base = {
 export const FreehandSchema = z
   .object({ ...base, type: z.literal('freehand'), points: z.array(PenPointSchema).min(1).max(L.freehandPoints) })
   .strict();
+/**
+ * Corners (a rectangle's, a diamond's) and bends (a line's or arrow's, through its points): `sharp`
+ * or `round` (Excalidraw's "Edges" and its arrow type, sharp or curved). Absent: what elements
+ * stored before the field existed were shown as: a rectangle's and a diamond's round, a line's
+ * and an arrow's sharp. An ellipse has none.
+ */
+const edges = z.enum(['sharp', 'round']).optional();
 export const ShapeSchema = z
-  .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size })
+  .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size, edges })
   .strict();
 const arrowhead = z.enum(['none', 'arrow', 'triangle', 'dot', 'bar']);
 /**
@@ -82,6 +89,7 @@ export const LineSchema = z
     /** absent: that end is free */
     start_binding: BindingSchema.optional(),
     end_binding: BindingSchema.optional(),
+    edges,
   })
   .strict();
 export const TextSchema = z

@@ -291,3 +291,47 @@ describe('labels and arrows attached to shapes', () => {
     await b.context().close();
   }, 120_000);
 });
+
+describe('corners and bends', () => {
+  it('shows a sharp rectangle sharp and a curved arrow curved on the other screen and after a reload, as their author drew them', async () => {
+    const { lesson, teacher, student } = await s.lesson();
+    const a = await s.open(teacher.url);
+    const b = await s.open(student.url);
+    // the teacher draws a rectangle and makes its corners sharp (Excalidraw's "Edges: Sharp")
+    const [x, y, w, h] = [250, 200, 200, 120];
+    await drawRect(a, [x, y], [w, h]);
+    await a.locator('label[title="Sharp"]').click();
+    await a.keyboard.press('Escape');
+    // and an arrow of three points by clicks (the editor's default arrow is curved)
+    await a.locator('[data-testid="toolbar-arrow"]').click({ force: true });
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
+    for (const [px, py] of [[600, 200], [800, 200], [800, 400]]) await a.mouse.click(box.x + px, box.y + py);
+    await a.keyboard.press('Escape');
+    const stored = async () => {
+      const els = (await elements(lesson.id)) as (El & { edges?: string })[];
+      return els.map((e) => `${e.type} ${e.edges} ${e.points?.length ?? ''}`.trim()).sort();
+    };
+    await expect.poll(stored, { timeout: 10_000 }).toEqual(['arrow round 3', 'rectangle sharp']);
+    // on a screen: ink at the rectangle's very corner (a round corner leaves it empty), and beside
+    // the arrow's second leg where only a curve through its bend passes
+    const screen = async (p: Page) => ({
+      corner: (await inkIn(p, [x - 4, y - 4, x + 5, y + 5])) > 0,
+      curve: (await inkIn(p, [806, 210, 840, 300])) > 5,
+    });
+    const want = { corner: true, curve: true };
+    try {
+      await expect.poll(() => screen(a), { timeout: 10_000 }).toEqual(want);
+      await expect.poll(() => screen(b), { timeout: 10_000 }).toEqual(want);
+    } finally {
+      await a.screenshot({ path: path.join(ARTIFACTS, 'edges-teacher.png') });
+      await b.screenshot({ path: path.join(ARTIFACTS, 'edges-student.png') });
+    }
+    await b.reload();
+    await b.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 20_000 });
+    await showsExactly(b, 2);
+    await expect.poll(() => screen(b), { timeout: 10_000 }).toEqual(want);
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await a.context().close();
+    await b.context().close();
+  }, 120_000);
+});

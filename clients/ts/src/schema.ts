@@ -3101,6 +3101,8 @@ export interface components {
             type: "rectangle" | "ellipse" | "diamond";
             width: number;
             height: number;
+            /** @enum {string} */
+            edges?: "sharp" | "round";
         } | {
             id: string;
             page_id: string;
@@ -3142,6 +3144,8 @@ export interface components {
             end_arrowhead: "none" | "arrow" | "triangle" | "dot" | "bar";
             start_binding?: components["schemas"]["BoardBinding"];
             end_binding?: components["schemas"]["BoardBinding"];
+            /** @enum {string} */
+            edges?: "sharp" | "round";
         } | {
             id: string;
             page_id: string;
@@ -3183,6 +3187,8 @@ export interface components {
             width: number;
             height: number;
             container_id?: string;
+            /** @enum {string} */
+            vertical_align?: "top" | "middle" | "bottom";
         } | {
             id: string;
             page_id: string;

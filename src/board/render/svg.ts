@@ -167,6 +167,18 @@ function pathLength(points: number[][]): number {
  * segments between the kept points, which are under a pixel apart anyway;
  * otherwise quadratic curves through the midpoints smooth the stroke.
  */
+/** A smooth curve through every point (Catmull-Rom as cubic Béziers), as the editor draws a round line. */
+function curvePath(p: [number, number][]): string {
+  const parts = [`M${n(p[0][0])} ${n(p[0][1])}`];
+  for (let i = 0; i < p.length - 1; i++) {
+    const [p0, p1, p2, p3] = [p[i - 1] ?? p[i], p[i], p[i + 1], p[i + 2] ?? p[i + 1]];
+    parts.push(
+      `C${n(p1[0] + (p2[0] - p0[0]) / 6)} ${n(p1[1] + (p2[1] - p0[1]) / 6)} ${n(p2[0] - (p3[0] - p1[0]) / 6)} ${n(p2[1] - (p3[1] - p1[1]) / 6)} ${n(p2[0])} ${n(p2[1])}`,
+    );
+  }
+  return parts.join('');
+}
+
 function freehandPath(all: number[][], tolerance: number): string {
   const points: number[][] = [all[0]];
   for (let i = 1; i < all.length; i++) {
@@ -267,9 +279,13 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       if (el.type === 'freehand') return g(`<path d="${freehandPath(pts, ctx.tolerance)}" fill="none" ${stroke}/>`);
       if (pts.length < 2) pts.push(pts[0]);
       const size = Math.max(10, el.style.stroke_width * 5);
+      // round edges: a smooth curve through the points, its heads along the curve's ends
+      const round = el.edges === 'round' && pts.length > 2;
+      const k = pts.length - 1;
       const heads =
-        arrowhead(el.end_arrowhead, pts[pts.length - 1], pts[pts.length - 2], size) + arrowhead(el.start_arrowhead, pts[0], pts[1], size);
-      return g(`<polyline points="${pts.map((p) => `${n(p[0])},${n(p[1])}`).join(' ')}" fill="none" ${stroke}/><g fill="${el.style.stroke}" ${stroke}>${heads}</g>`);
+        arrowhead(el.end_arrowhead, pts[k], round ? pts[k - 2] : pts[k - 1], size) + arrowhead(el.start_arrowhead, pts[0], round ? pts[2] : pts[1], size);
+      const line = round ? `<path d="${curvePath(pts)}" fill="none" ${stroke}/>` : `<polyline points="${pts.map((p) => `${n(p[0])},${n(p[1])}`).join(' ')}" fill="none" ${stroke}/>`;
+      return g(`${line}<g fill="${el.style.stroke}" ${stroke}>${heads}</g>`);
     }
     case 'rectangle':
     case 'ellipse':
@@ -279,7 +295,8 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       if (!ctx.budget.takePaint(fillPaint(el, w * h, ctx) + strokePaint(el, perimeter, ctx))) return null;
       const fill = fillAttr(el, ctx.patterns);
       const stroke = strokeAttrs(el, ctx, perimeter);
-      if (el.type === 'rectangle') return g(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" rx="${n(Math.min(w, h) * 0.08)}" ${fill} ${stroke}/>`);
+      const rx = el.edges === 'sharp' ? '' : ` rx="${n(Math.min(w, h) * 0.08)}"`;
+      if (el.type === 'rectangle') return g(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}"${rx} ${fill} ${stroke}/>`);
       if (el.type === 'ellipse') return g(`<ellipse cx="${n(x + w / 2)}" cy="${n(y + h / 2)}" rx="${n(w / 2)}" ry="${n(h / 2)}" ${fill} ${stroke}/>`);
       return g(`<polygon points="${n(x + w / 2)},${n(y)} ${n(x + w)},${n(y + h / 2)} ${n(x + w / 2)},${n(y + h)} ${n(x)},${n(y + h / 2)}" ${fill} ${stroke}/>`);
     }

@@ -67,6 +67,8 @@ const SYNCED = new Set(['freedraw', 'rectangle', 'ellipse', 'diamond', 'line', '
 export const isSyncable = (el: ExEl): boolean => SYNCED.has(el.type);
 
 /** Coordinates are kept to 1/100 of a scene unit: invisible at any zoom, and it halves a stroke's size on the wire. */
+/** A rectangle's, diamond's, line's or arrow's corners and bends as the editor has them (its `roundness`). */
+const edgesOf = (ex: ExEl): 'sharp' | 'round' => (ex.roundness ? 'round' : 'sharp');
 const clampNum = (v: number, lim = 1_000_000) => (Number.isFinite(v) ? Math.round(Math.max(-lim, Math.min(lim, v)) * 100) / 100 : 0);
 const colour = (c: string): string => (/^#[0-9a-fA-F]{6}$/.test(c) ? c.toLowerCase() : c === 'transparent' ? 'transparent' : expand(c));
 function expand(c: string): string {
@@ -159,10 +161,11 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         const c = typeof (data as { color?: unknown }).color === 'string' ? colour((data as { color: string }).color) : '#1e1e1e';
         return { ...base, ...size, style: { ...base.style, stroke: c === 'transparent' ? '#1e1e1e' : c, fill: 'transparent' }, type: 'formula', latex: String(data.latex || 'x').slice(0, 2000), font_size: Number(data.fontSize) || 24 };
       }
-      return { ...base, ...size, type: 'rectangle' };
+      return { ...base, ...size, type: 'rectangle', edges: edgesOf(ex) };
     case 'ellipse':
+      return { ...base, ...size, type: 'ellipse' };
     case 'diamond':
-      return { ...base, ...size, type: ex.type };
+      return { ...base, ...size, type: 'diamond', edges: edgesOf(ex) };
     case 'line':
     case 'arrow': {
       const pts = (ex.points ?? []).slice(0, 500).map((p) => [clampNum(p[0]), clampNum(p[1])] as [number, number]);
@@ -182,6 +185,8 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         // a free end has no field at all: elements drawn before bindings were kept read as before
         ...(startBinding ? { start_binding: startBinding } : {}),
         ...(endBinding ? { end_binding: endBinding } : {}),
+        // an elbow arrow has no roundness: stored as a sharp one through its points
+        edges: edgesOf(ex),
       };
     }
     case 'text': {
@@ -251,7 +256,9 @@ export function toExcalidraw(el: BoardElement, roughness: number, bound: readonl
     case 'rectangle':
     case 'ellipse':
     case 'diamond':
-      return { ...common, type: el.type, width: el.width, height: el.height, roundness: el.type === 'rectangle' ? { type: 3 } : { type: 2 } };
+      // round unless stored sharp (what a shape stored before `edges` was shown as); Excalidraw's
+      // adaptive radius for a rectangle, proportional for the others
+      return { ...common, type: el.type, width: el.width, height: el.height, roundness: el.type !== 'ellipse' && el.edges === 'sharp' ? null : el.type === 'rectangle' ? { type: 3 } : { type: 2 } };
     case 'formula':
       // a white card: clickable anywhere (Excalidraw hit-tests transparent shapes on their outline only)
       return { ...common, type: 'rectangle', strokeColor: 'transparent', backgroundColor: '#ffffff', fillStyle: 'solid', width: el.width, height: el.height, roundness: null, customData: { kind: 'formula', latex: el.latex, fontSize: el.font_size, color: el.style.stroke } };
@@ -260,7 +267,7 @@ export function toExcalidraw(el: BoardElement, roughness: number, bound: readonl
       const xs = el.points.map((p) => p[0]);
       const ys = el.points.map((p) => p[1]);
       const head = (h: string) => (h === 'none' ? null : h);
-      return { ...common, type: el.type, points: el.points, width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys), startArrowhead: head(el.start_arrowhead), endArrowhead: head(el.end_arrowhead), roundness: null, lastCommittedPoint: null, startBinding: bindingTo(el.start_binding), endBinding: bindingTo(el.end_binding) };
+      return { ...common, type: el.type, points: el.points, width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys), startArrowhead: head(el.start_arrowhead), endArrowhead: head(el.end_arrowhead), roundness: el.edges === 'round' ? { type: 2 } : null, lastCommittedPoint: null, startBinding: bindingTo(el.start_binding), endBinding: bindingTo(el.end_binding) };
     }
     case 'vector':
       return { ...common, type: 'arrow', points: [[0, 0], [el.dx, el.dy]], width: Math.abs(el.dx), height: Math.abs(el.dy), startArrowhead: null, endArrowhead: 'triangle', roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null, customData: { kind: 'vector', label: el.label, magnitude: el.magnitude, unit: el.unit } };

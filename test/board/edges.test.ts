@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { renderPageSvg } from '../../src/board/render/svg.js';
+import { BoardOpSchema, ElementSchema, type BoardElement } from '../../src/board/schema.js';
+import { rect, text } from './factories.js';
+
+/**
+ * Corners and bends (docs/snapshot-format.md, `edges`): a rectangle's or diamond's corners and a
+ * line's or arrow's bends are kept as drawn, sharp or round, and the preview draws them so.
+ */
+const style = { stroke: '#1e1e1e', fill: 'transparent', stroke_width: 2, stroke_style: 'solid', fill_style: 'solid', opacity: 100 } as const;
+const line = (id: string, o: Record<string, unknown> = {}) =>
+  ({ id, page_id: 'page-1', z: 'a3', x: 100, y: 100, angle: 0, style: { ...style }, locked: false, version: 1, version_nonce: 0, type: 'arrow', points: [[0, 0], [200, 0], [200, 200]], start_arrowhead: 'none', end_arrowhead: 'arrow', ...o }) as BoardElement;
+const svgOf = (els: BoardElement[]) => renderPageSvg(ElementSchema.array().parse(els), { outputWidth: 800 }).svg;
+
+describe('corners and bends (edges) in the board format', () => {
+  it('keeps sharp or round on rectangles, diamonds, lines and arrows; an element without the field reads as before', () => {
+    expect(ElementSchema.parse(rect('r', { edges: 'sharp' }))).toMatchObject({ edges: 'sharp' });
+    expect(ElementSchema.parse(rect('d', { type: 'diamond', edges: 'round' }))).toMatchObject({ edges: 'round' });
+    expect(ElementSchema.parse(line('a', { edges: 'round' }))).toMatchObject({ edges: 'round' });
+    expect(ElementSchema.parse(line('l', { type: 'line', edges: 'sharp' }))).toMatchObject({ edges: 'sharp' });
+    expect(Object.keys(ElementSchema.parse(rect('r')))).not.toContain('edges');
+    expect(Object.keys(ElementSchema.parse(line('a')))).not.toContain('edges');
+    for (const bad of [rect('r', { edges: 'rounded' }), line('a', { edges: true }), text('t', 'x', { edges: 'round' })]) {
+      expect(BoardOpSchema.safeParse({ type: 'element.add', elements: [bad] }).success, JSON.stringify(bad)).toBe(false);
+    }
+  });
+
+  it('draws them in the preview: a sharp rectangle without rounded corners, a round arrow as a curve through its points', () => {
+    expect(svgOf([rect('r', { edges: 'sharp' })])).not.toContain(' rx=');
+    expect(svgOf([rect('r')])).toContain(' rx='); // stored before the field: round, as it was shown
+    const sharp = svgOf([line('a')]);
+    expect(sharp).toContain('<polyline points="100,100 300,100 300,300"');
+    const round = svgOf([line('a', { edges: 'round' })]);
+    expect(round).not.toContain('<polyline points="100,100');
+    const d = /<path d="([^"]*)" fill="none"/.exec(round)![1];
+    // two cubic segments, through the bend and to the end
+    expect(d.match(/C/g)).toHaveLength(2);
+    expect(d).toMatch(/^M100 100C.* 300 100C.* 300 300$/);
+  });
+});
