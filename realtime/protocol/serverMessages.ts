@@ -100,6 +100,8 @@ export const ServerMessages = {
     pinned_page_id: IdSchema.nullable(),
     elements: z.array(ElementSchema),
     deleted_ids: z.array(IdSchema),
+    /** the optional element fields this node keeps (OPTIONAL_ELEMENT_FIELDS); a page sends no other of them */
+    optional_fields: z.array(z.string()),
   }),
   'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
   'board.ack': z.object({ type: z.literal('board.ack'), ref: z.string(), seq: z.number().int().positive().nullable(), skipped: z.array(IdSchema).optional() }),

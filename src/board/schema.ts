@@ -63,6 +63,17 @@ export const FreehandSchema = z
  * and an arrow's sharp. An ellipse has none.
  */
 const edges = z.enum(['sharp', 'round']).optional();
+
+/**
+ * The optional element fields added to the format since nodes began to list them (2026-11-29): a
+ * node sends the list in every `board.state` (`optional_fields`), and a page leaves out of what it
+ * sends any of them the node does not list. A node from before a field would refuse an element
+ * that carries it (the schemas are strict), and a page served by a newer node can reach an older
+ * one during a rolling deploy. Every field added from now on goes here. (`container_id` and the
+ * bindings are older than the list: every node keeps them.)
+ */
+export const OPTIONAL_ELEMENT_FIELDS = ['vertical_align', 'edges'] as const;
+export type OptionalElementField = (typeof OPTIONAL_ELEMENT_FIELDS)[number];
 export const ShapeSchema = z
   .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size, edges })
   .strict();
@@ -140,6 +151,18 @@ export const VectorSchema = z
 const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema] as const;
 export const ElementSchema = z.discriminatedUnion('type', shapes).meta({ id: 'BoardElement' });
 export type BoardElement = z.infer<typeof ElementSchema>;
+
+/** The element without the optional fields a node does not keep (`keeps`: what its board.state listed). */
+export function forNode(el: BoardElement, keeps: ReadonlySet<string>): BoardElement {
+  let out: Record<string, unknown> | null = null;
+  for (const f of OPTIONAL_ELEMENT_FIELDS) {
+    if (f in el && !keeps.has(f)) {
+      out ??= { ...el };
+      delete out[f];
+    }
+  }
+  return (out as BoardElement | null) ?? el;
+}
 
 /**
  * Ids of the other elements an element points at (a label's shape, an arrow's

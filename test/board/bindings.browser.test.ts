@@ -334,4 +334,33 @@ describe('corners and bends', () => {
     await a.context().close();
     await b.context().close();
   }, 120_000);
+
+  it('sends a node that does not list them (older than the fields: a rolling deploy) no edges, and the drawing is kept', async () => {
+    const { lesson, teacher } = await s.lesson();
+    const sent: string[] = [];
+    // the node's board.state without optional_fields, as a node from before the list sends it
+    const a = await s.open(teacher.url, (pg) =>
+      pg.routeWebSocket(/\/ws/, (ws) => {
+        const server = ws.connectToServer();
+        ws.onMessage((m) => {
+          if (String(m).includes('"type":"board.op"')) sent.push(String(m));
+          server.send(m);
+        });
+        server.onMessage((m) => {
+          const msg = JSON.parse(String(m)) as { type: string; optional_fields?: string[] };
+          if (msg.type === 'board.state') delete msg.optional_fields;
+          ws.send(JSON.stringify(msg));
+        });
+      }),
+    );
+    await drawRect(a, [250, 200], [200, 120]);
+    await a.locator('label[title="Sharp"]').click();
+    await a.keyboard.press('Escape');
+    await expect.poll(async () => (await elements(lesson.id)).map((e) => e.type), { timeout: 10_000 }).toEqual(['rectangle']);
+    await expect.poll(() => sent.length).toBeGreaterThanOrEqual(2); // drawn, then made sharp
+    expect(sent.filter((m) => m.includes('"edges"'))).toEqual([]);
+    expect(Object.keys((await elements(lesson.id))[0])).not.toContain('edges');
+    expect(a.errors).toEqual([]);
+    await a.context().close();
+  }, 60_000);
 });

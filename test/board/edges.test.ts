@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderPageSvg } from '../../src/board/render/svg.js';
-import { BoardOpSchema, ElementSchema, type BoardElement } from '../../src/board/schema.js';
+import { BoardOpSchema, ElementSchema, forNode, type BoardElement } from '../../src/board/schema.js';
 import { rect, text } from './factories.js';
 
 /**
@@ -36,5 +36,16 @@ describe('corners and bends (edges) in the board format', () => {
     // two cubic segments, through the bend and to the end
     expect(d.match(/C/g)).toHaveLength(2);
     expect(d).toMatch(/^M100 100C.* 300 100C.* 300 300$/);
+  });
+
+  it('leaves out of what a page sends the optional fields its node does not list, and nothing else', () => {
+    const r = ElementSchema.parse(rect('r', { edges: 'sharp' }));
+    const t = ElementSchema.parse(text('t', 'x', { container_id: 'r', vertical_align: 'top' }));
+    expect(forNode(r, new Set(['vertical_align', 'edges']))).toBe(r); // the same object: nothing to leave out
+    expect(forNode(r, new Set())).toEqual({ ...r, edges: undefined });
+    expect(Object.keys(forNode(r, new Set()))).not.toContain('edges');
+    // a node from before the list keeps the older optional fields (container_id)
+    expect(forNode(t, new Set(['edges']))).toEqual(ElementSchema.parse(text('t', 'x', { container_id: 'r' })));
+    expect(r.edges).toBe('sharp'); // the page's own copy is left as it is
   });
 });

@@ -90,10 +90,12 @@ describe('board operations through the gateway', () => {
     late.send({ type: 'board.sync', since: 0 });
     const full = await late.waitType('board.state');
     expect(ServerMessages['board.state'].parse(full)).toMatchObject({ seq: 3, full: true, pinned_page_id: null });
+    // the optional element fields this node keeps: a page sends it no others (rolling deploys)
+    expect(full.optional_fields).toEqual(['vertical_align', 'edges']);
     expect(full.elements.map((e: { id: string }) => e.id).sort()).toEqual(['x2', 'x3']);
     late.send({ type: 'board.sync', since: 1 });
     const delta = await late.waitFor((m) => m.type === 'board.state' && !m.full, 'delta state');
-    expect(delta).toMatchObject({ seq: 3, full: false, deleted_ids: ['x1'] });
+    expect(delta).toMatchObject({ seq: 3, full: false, deleted_ids: ['x1'], optional_fields: ['vertical_align', 'edges'] });
     expect(delta.elements.map((e: { id: string }) => e.id)).toEqual(['x3']);
     await Promise.all([t.close(), late.close()]);
   });

@@ -1,6 +1,6 @@
 import { BoardOpError } from '../../../src/board/errors.js';
 import { ClientMessages } from '../../protocol/clientMessages.js';
-import type { SequencedOp } from '../../../src/board/schema.js';
+import { OPTIONAL_ELEMENT_FIELDS, type SequencedOp } from '../../../src/board/schema.js';
 import type { Deps } from '../../../src/deps.js';
 import type { GatewayFeature } from '../api.js';
 import type { ClientConnection } from '../../ClientConnection.js';
@@ -107,6 +107,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
           pinned_page_id: r.head.pinned_page_id,
           elements: r.elements,
           deleted_ids: r.deleted_ids,
+          optional_fields: OPTIONAL_ELEMENT_FIELDS,
         }),
       );
     },

@@ -1,5 +1,5 @@
 import { isNewer, LiveBoard, reduce, withoutSkipped } from '../../../src/board/reducer.js';
-import { DEFAULT_PAGES, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
+import { DEFAULT_PAGES, forNode, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
 import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import type { Role } from '../../../src/domain/enums.js';
 import { boundIndex, fromExcalidraw, isSyncable, sameBound, toExcalidraw, type ExEl } from './convert.js';
@@ -120,6 +120,12 @@ export class BoardSync {
   private online = false;
   /** the first board.state was shown: before that the scene is not the board */
   private loaded = false;
+  /**
+   * The optional element fields the node keeps (its last board.state's optional_fields): the
+   * others are left out of what is sent, so a page newer than the node it reaches (a rolling
+   * deploy) is not refused. A node from before the list keeps none of them.
+   */
+  private keeps: ReadonlySet<string> = new Set();
   /** my stroke in progress: points sent as deltas so far, when the last delta went */
   private stroke: { id: string; sent: number; lastDelta: number } | null = null;
   /** others' strokes in progress, shown until their commit arrives */
@@ -199,6 +205,7 @@ export class BoardSync {
       return;
     }
     this.detect(); // what the person drew so far belongs to the page shown until now
+    this.keeps = new Set(msg.optional_fields ?? []); // (absent from a node older than the list)
     if (msg.full) this.board.elements.clear();
     for (const id of msg.deleted_ids) this.board.elements.delete(id);
     for (const el of msg.elements) this.board.elements.set(el.id, el);
@@ -492,7 +499,7 @@ export class BoardSync {
     let carried: Change[] = [];
     let bytes = 0;
     for (const c of changes) {
-      const el = fitElement((c as Extract<Change, { kind: 'put' }>).el, budget);
+      const el = fitElement(forNode((c as Extract<Change, { kind: 'put' }>).el, this.keeps), budget);
       if (!el) {
         this.host.notify('This drawing is too large to share with the others.');
         this.settle(c);
