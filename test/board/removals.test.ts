@@ -3,6 +3,7 @@ import { resolveLinkToken, type ResolvedLink } from '../../src/domain/links.js';
 import { Removals } from '../../realtime/features/teacher/removals.js';
 import { publicPersonId } from '../../realtime/Gateway.js';
 import { fileDeps } from '../helpers/deps.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 
 /**
@@ -11,8 +12,11 @@ import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
  * own LISTEN connection), against the real database. The gateway-level behaviour (4403, 403 at
  * the upgrade and the page, on every node) is in gateway.test.ts.
  */
-const one = fileDeps();
-const two = fileDeps();
+// a database of its own: the test cuts the LISTEN connections of its database, which in the shared
+// one would include those of the file running beside it (seen: its API's start failed, 2026-11-29)
+const env = await isolatedEnv();
+const one = fileDeps({ env });
+const two = fileDeps({ env });
 const nodeA = new Removals(one);
 const nodeB = new Removals(two);
 await Promise.all([nodeA.start(), nodeB.start()]);

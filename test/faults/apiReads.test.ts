@@ -1,9 +1,10 @@
 import postgres from 'postgres';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readOrUnavailable } from '../../src/db/errors.js';
 import { partnerRoutes } from '../../src/api/routes/index.js';
 import { startProxy } from '../board/proxy.js';
 import { startTestApi } from '../helpers/api.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { terminateBackends } from '../helpers/process.js';
 
@@ -12,7 +13,9 @@ import { terminateBackends } from '../helpers/process.js';
  * more on a fresh connection (src/db/errors.ts readAgainOnLoss, used by every
  * GET route and the API-key lookup) instead of answering 500.
  */
-const api = await startTestApi();
+// a database of its own: the killer terminates every service backend of its database, which in the
+// shared one would include those of the file running beside it
+const api = await startTestApi({ env: await isolatedEnv() });
 const { sql, config } = api.deps;
 
 describe('reads while Postgres backends are terminated', () => {
@@ -51,7 +54,7 @@ describe('reads while Postgres backends are terminated', () => {
   }, 60_000);
 
   it('Postgres unreachable: a GET answers 503 unavailable with Retry-After (not 500), an uncached key too; once it is back the next GET answers 200 within 3 s', async () => {
-    const db = new URL(inject('databaseUrl'));
+    const db = new URL(config.DATABASE_URL);
     const proxy = await startProxy(Number(db.port || 5432));
     const via = new URL(db);
     via.hostname = '127.0.0.1';
