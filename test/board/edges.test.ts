@@ -38,6 +38,17 @@ describe('corners and bends (edges) in the board format', () => {
     expect(d).toMatch(/^M100 100C.* 300 100C.* 300 300$/);
   });
 
+  it('counts a round line\'s points twice in the render budget (resvg flattens each into a curve)', () => {
+    const zigzag = Array.from({ length: 500 }, (_, k) => [(k % 2) * 1, k * 0.2] as [number, number]);
+    const page = (edges: 'sharp' | 'round') => Array.from({ length: 200 }, (_, i) => line(`l${i}`, { type: 'line', x: i * 3, points: zigzag, edges, end_arrowhead: 'none' }));
+    // 100,000 points: within RENDER_BUDGET.points (150,000) sharp, not round
+    const sharp = renderPageSvg(ElementSchema.array().parse(page('sharp')), { outputWidth: 800 });
+    expect((sharp.svg.match(/<polyline points/g) ?? []).length).toBe(200);
+    const round = renderPageSvg(ElementSchema.array().parse(page('round')), { outputWidth: 800 });
+    expect(round.approximate).toBe(true);
+    expect((round.svg.match(/<path d="M/g) ?? []).length).toBe(150);
+  });
+
   it('leaves out of what a page sends the optional fields its node does not list, and nothing else', () => {
     const r = ElementSchema.parse(rect('r', { edges: 'sharp' }));
     const t = ElementSchema.parse(text('t', 'x', { container_id: 'r', vertical_align: 'top' }));
