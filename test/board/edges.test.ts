@@ -25,9 +25,15 @@ describe('corners and bends (edges) in the board format', () => {
     }
   });
 
-  it('draws them in the preview: a sharp rectangle without rounded corners, a round arrow as a curve through its points', () => {
+  it('draws them in the preview as the editor does: a sharp rectangle and diamond without rounded corners, a round one with them, a round arrow as a curve through its points', () => {
     expect(svgOf([rect('r', { edges: 'sharp' })])).not.toContain(' rx=');
-    expect(svgOf([rect('r')])).toContain(' rx='); // stored before the field: round, as it was shown
+    // stored before the field: round, as it was shown; the editor's radius, a quarter of the shorter side up to 32
+    expect(svgOf([rect('r', { width: 200, height: 100 })])).toContain(' rx="25"');
+    expect(svgOf([rect('r', { width: 400, height: 300, edges: 'round' })])).toContain(' rx="32"');
+    expect(svgOf([rect('d', { type: 'diamond', edges: 'sharp' })])).toContain('<polygon');
+    const diamond = svgOf([rect('d', { type: 'diamond', x: 0, y: 0, width: 200, height: 100 })]);
+    expect(diamond).not.toContain('<polygon');
+    expect(/<path d="(M[^"]*)"/.exec(diamond)![1]).toBe('M125 12.5L175 37.5C200 50 200 50 175 62.5L125 87.5C100 100 100 100 75 87.5L25 62.5C0 50 0 50 25 37.5L75 12.5C100 0 100 0 125 12.5Z');
     const sharp = svgOf([line('a')]);
     expect(sharp).toContain('<polyline points="100,100 300,100 300,300"');
     const round = svgOf([line('a', { edges: 'round' })]);

@@ -167,6 +167,25 @@ function pathLength(points: number[][]): number {
  * segments between the kept points, which are under a pixel apart anyway;
  * otherwise quadratic curves through the midpoints smooth the stroke.
  */
+/**
+ * A diamond with round corners as the editor draws one: each corner cut a quarter of the way along
+ * its sides (horizontally a quarter of half the width, vertically of half the height), joined by a
+ * curve pulled to the corner.
+ */
+function roundDiamondPath(x: number, y: number, w: number, h: number): string {
+  const v = (w / 2) * 0.25;
+  const r = (h / 2) * 0.25;
+  const [tx, ty, rx, ry, bx, by, lx, ly] = [x + w / 2, y, x + w, y + h / 2, x + w / 2, y + h, x, y + h / 2];
+  const p = (px: number, py: number) => `${n(px)} ${n(py)}`;
+  const corner = (cx: number, cy: number, ex: number, ey: number) => `C${p(cx, cy)} ${p(cx, cy)} ${p(ex, ey)}`;
+  return (
+    `M${p(tx + v, ty + r)}L${p(rx - v, ry - r)}${corner(rx, ry, rx - v, ry + r)}` +
+    `L${p(bx + v, by - r)}${corner(bx, by, bx - v, by - r)}` +
+    `L${p(lx + v, ly + r)}${corner(lx, ly, lx + v, ly - r)}` +
+    `L${p(tx - v, ty + r)}${corner(tx, ty, tx + v, ty + r)}Z`
+  );
+}
+
 /** A smooth curve through every point (Catmull-Rom as cubic Béziers), as the editor draws a round line. */
 function curvePath(p: [number, number][]): string {
   const parts = [`M${n(p[0][0])} ${n(p[0][1])}`];
@@ -298,10 +317,15 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       if (!ctx.budget.takePaint(fillPaint(el, w * h, ctx) + strokePaint(el, perimeter, ctx))) return null;
       const fill = fillAttr(el, ctx.patterns);
       const stroke = strokeAttrs(el, ctx, perimeter);
-      const rx = el.edges === 'sharp' ? '' : ` rx="${n(Math.min(w, h) * 0.08)}"`;
-      if (el.type === 'rectangle') return g(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}"${rx} ${fill} ${stroke}/>`);
+      const round = el.edges !== 'sharp'; // absent: round, as a shape stored before the field was shown
+      if (el.type === 'rectangle') {
+        // the editor's adaptive radius: a quarter of the shorter side, at most 32
+        const rx = round ? ` rx="${n(Math.min(Math.min(w, h) * 0.25, 32))}"` : '';
+        return g(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}"${rx} ${fill} ${stroke}/>`);
+      }
       if (el.type === 'ellipse') return g(`<ellipse cx="${n(x + w / 2)}" cy="${n(y + h / 2)}" rx="${n(w / 2)}" ry="${n(h / 2)}" ${fill} ${stroke}/>`);
-      return g(`<polygon points="${n(x + w / 2)},${n(y)} ${n(x + w)},${n(y + h / 2)} ${n(x + w / 2)},${n(y + h)} ${n(x)},${n(y + h / 2)}" ${fill} ${stroke}/>`);
+      if (!round) return g(`<polygon points="${n(x + w / 2)},${n(y)} ${n(x + w)},${n(y + h / 2)} ${n(x + w / 2)},${n(y + h)} ${n(x)},${n(y + h / 2)}" ${fill} ${stroke}/>`);
+      return g(`<path d="${roundDiamondPath(x, y, w, h)}" ${fill} ${stroke}/>`);
     }
     case 'text': {
       const anchor = el.align === 'center' ? 'middle' : el.align === 'right' ? 'end' : 'start';
