@@ -62,14 +62,6 @@ import { METERED_PEOPLE } from '../../src/metering/rules.js';
  * Times are milliseconds of the calling node's clock (deps.clock), passed in
  * ARGV so that tests can drive them with a ManualClock.
  */
-/**
- * The most ended runs a meter keeps (run_from/run_to) for a late deletion's cut (cut_after). A
- * deletion whose notice was missed is found by the next flush (seconds later), so more
- * pause-resume cycles than this in between is someone flapping on purpose; the excess of the
- * older ones is then billed.
- */
-export const RUNS_KEPT = 8;
-
 export const METER_FIELDS = [
   'seq', // hybrid clock: max(seq + 1, now); orders snapshots and presence events
   'sid', // running session id ('' none yet)
@@ -90,6 +82,14 @@ export const METER_FIELDS = [
   'run_from', // the last RUNS_KEPT runs pauses ended, their starts comma-separated, oldest first ('' none since the session began) ...
   'run_to', // ... and their ends (kept through resumes: a deletion noticed late takes back what they ran past archived_at)
 ] as const;
+
+/**
+ * The most ended runs a meter keeps (run_from/run_to) for a late deletion's cut (cut_after). A
+ * deletion whose notice was missed is found by the next flush (seconds later), so more
+ * pause-resume cycles than this in between is someone flapping on purpose; the excess of the
+ * older ones is then billed.
+ */
+export const RUNS_KEPT = 8;
 
 const LIB = `
 local root, tag = string.match(KEYS[1], '^(.-)(%b{})$')
@@ -171,7 +171,7 @@ local function R(t)
 end
 
 -- The meter as one reply string, its values in FIELDS order joined by '|' (every value is a
--- number or ''): one bulk string per meter instead of an array of 16, which both sides of every
+-- number, '' or, in run_from/run_to, numbers joined by ','): one bulk string per meter instead of an array of 16, which both sides of every
 -- flush, arrival and departure built and parsed value by value (RedisPresence parseMeter).
 local function meter_out(m)
   local out = {}

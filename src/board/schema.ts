@@ -64,6 +64,11 @@ export const FreehandSchema = z
  */
 const edges = z.enum(['sharp', 'round']).optional();
 
+/** An element's corners or bends as shown: its `edges`, or when absent what it was shown as before the field. */
+export function edgesOf(el: { type: string; edges?: 'sharp' | 'round' }): 'sharp' | 'round' {
+  return el.edges ?? (el.type === 'line' || el.type === 'arrow' ? 'sharp' : 'round');
+}
+
 /**
  * The optional element fields added to the format since nodes began to list them (2026-11-29): a
  * node sends the list in every `board.state` (`optional_fields`), and a page leaves out of what it
@@ -76,7 +81,8 @@ export const OPTIONAL_ELEMENT_FIELDS = ['vertical_align', 'edges'] as const;
 export type OptionalElementField = (typeof OPTIONAL_ELEMENT_FIELDS)[number];
 export const ShapeSchema = z
   .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size, edges })
-  .strict();
+  .strict()
+  .refine((el) => el.type !== 'ellipse' || el.edges === undefined, { message: 'an ellipse has no edges', path: ['edges'] });
 const arrowhead = z.enum(['none', 'arrow', 'triangle', 'dot', 'bar']);
 /**
  * An end of a line or arrow attached to another element (Excalidraw's
@@ -119,12 +125,13 @@ export const TextSchema = z
      */
     container_id: IdSchema.optional(),
     /**
-     * Where a label sits in its shape's height (Excalidraw's vertical align). Absent: `middle`.
-     * A free text ignores it.
+     * Where a label sits in its shape's height (Excalidraw's vertical align): `top` or `bottom`.
+     * Absent: the middle. Only on a label (a free text has none).
      */
-    vertical_align: z.enum(['top', 'middle', 'bottom']).optional(),
+    vertical_align: z.enum(['top', 'bottom']).optional(),
   })
-  .strict();
+  .strict()
+  .refine((el) => el.container_id !== undefined || el.vertical_align === undefined, { message: 'only a label has a vertical_align', path: ['vertical_align'] });
 export const FormulaSchema = z
   .object({
     ...base,

@@ -4,7 +4,7 @@ import { BoardOpError } from '../../src/board/errors.js';
 import { renderPageSvg } from '../../src/board/render/svg.js';
 import { textWidthEm } from '../../src/board/render/wrap.js';
 import { BoardOpSchema, ElementSchema, elementRefs, type BoardElement } from '../../src/board/schema.js';
-import { rect, text } from './factories.js';
+import { arrow, rect, text } from './factories.js';
 
 /**
  * Labels inside shapes and arrows attached to shapes in the board format
@@ -12,9 +12,6 @@ import { rect, text } from './factories.js';
  * accepts, and the server's rule that a reference stays on its element's page.
  */
 const teacher = { role: 'teacher' as const };
-const style = { stroke: '#1e1e1e', fill: 'transparent', stroke_width: 2, stroke_style: 'solid', fill_style: 'solid', opacity: 100 } as const;
-const arrow = (id: string, o: Record<string, unknown> = {}) =>
-  ({ id, page_id: 'page-1', z: 'a3', x: 110, y: 45, angle: 0, style: { ...style }, locked: false, version: 1, version_nonce: 0, type: 'arrow', points: [[0, 0], [90, 0]], start_arrowhead: 'none', end_arrowhead: 'arrow', ...o }) as BoardElement;
 const label = (id: string, container: string, o: Record<string, unknown> = {}) => text(id, 'Label', { container_id: container, align: 'center', x: 35, y: 32, width: 50, height: 25, ...o });
 const binding = (element_id: string, o: Record<string, unknown> = {}) => ({ element_id, focus: 0.25, gap: 4, ...o });
 
@@ -61,6 +58,8 @@ describe('labels and attached arrows in the board format', () => {
       arrow('a', { end_binding: 'r' }),
       rect('r', { container_id: 'x' }),
       label('t', 'r', { vertical_align: 'center' }),
+      label('t', 'r', { vertical_align: 'middle' }), // the middle is written as no field
+      text('t', 'free', { vertical_align: 'top' }), // only a label has one
       rect('r', { vertical_align: 'top' }),
       rect('r', { start_binding: binding('x') }),
     ];

@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { renderPageSvg } from '../../src/board/render/svg.js';
 import { BoardOpSchema, ElementSchema, forNode, type BoardElement } from '../../src/board/schema.js';
-import { rect, text } from './factories.js';
+import { arrow, rect, text } from './factories.js';
 
 /**
  * Corners and bends (docs/snapshot-format.md, `edges`): a rectangle's or diamond's corners and a
  * line's or arrow's bends are kept as drawn, sharp or round, and the preview draws them so.
  */
-const style = { stroke: '#1e1e1e', fill: 'transparent', stroke_width: 2, stroke_style: 'solid', fill_style: 'solid', opacity: 100 } as const;
-const line = (id: string, o: Record<string, unknown> = {}) =>
-  ({ id, page_id: 'page-1', z: 'a3', x: 100, y: 100, angle: 0, style: { ...style }, locked: false, version: 1, version_nonce: 0, type: 'arrow', points: [[0, 0], [200, 0], [200, 200]], start_arrowhead: 'none', end_arrowhead: 'arrow', ...o }) as BoardElement;
+/** An arrow from (100, 100) right 200, then down 200: one bend. */
+const line = (id: string, o: Record<string, unknown> = {}) => arrow(id, { x: 100, y: 100, points: [[0, 0], [200, 0], [200, 200]], ...o });
 const svgOf = (els: BoardElement[]) => renderPageSvg(ElementSchema.array().parse(els), { outputWidth: 800 }).svg;
 
 describe('corners and bends (edges) in the board format', () => {
@@ -20,7 +19,7 @@ describe('corners and bends (edges) in the board format', () => {
     expect(ElementSchema.parse(line('l', { type: 'line', edges: 'sharp' }))).toMatchObject({ edges: 'sharp' });
     expect(Object.keys(ElementSchema.parse(rect('r')))).not.toContain('edges');
     expect(Object.keys(ElementSchema.parse(line('a')))).not.toContain('edges');
-    for (const bad of [rect('r', { edges: 'rounded' }), line('a', { edges: true }), text('t', 'x', { edges: 'round' })]) {
+    for (const bad of [rect('r', { edges: 'rounded' }), line('a', { edges: true }), text('t', 'x', { edges: 'round' }), rect('e', { type: 'ellipse', edges: 'round' })]) {
       expect(BoardOpSchema.safeParse({ type: 'element.add', elements: [bad] }).success, JSON.stringify(bad)).toBe(false);
     }
   });
@@ -42,6 +41,12 @@ describe('corners and bends (edges) in the board format', () => {
     // two cubic segments, through the bend and to the end
     expect(d.match(/C/g)).toHaveLength(2);
     expect(d).toMatch(/^M100 100C.* 300 100C.* 300 300$/);
+    // the head points along the curve's end, straight down as the last leg runs: its barbs level,
+    // either side of the tip (300, 300)
+    const [[x1, y1], tip, [x2, y2]] = /<polyline fill="none" points="([^"]*)"/.exec(round)![1].split(' ').map((p) => p.split(',').map(Number));
+    expect(tip).toEqual([300, 300]);
+    expect(y1).toBeCloseTo(y2, 5);
+    expect(x1 - 300).toBeCloseTo(300 - x2, 5);
   });
 
   it('counts a round line\'s points twice in the render budget (resvg flattens each into a curve)', () => {

@@ -20,6 +20,11 @@ export function text(id: string, t: string, o: Fields = {}): BoardElement {
   return { id, page_id: 'page-1', z: 'a2', x: 0, y: 100, angle: 0, style: { ...style }, locked: false, ...v1, type: 'text', text: t, font_size: 20, font_family: 'hand', align: 'left', width: 200, height: 25, ...o } as BoardElement;
 }
 
+/** An arrow (or, with `type: 'line'`, a line) along its points from (x, y). */
+export function arrow(id: string, o: Fields = {}): BoardElement {
+  return { id, page_id: 'page-1', z: 'a3', x: 110, y: 45, angle: 0, style: { ...style }, locked: false, ...v1, type: 'arrow', points: [[0, 0], [90, 0]], start_arrowhead: 'none', end_arrowhead: 'arrow', ...o } as BoardElement;
+}
+
 /** A page of `count` mixed elements, like a busy lesson (used by the preview test and bench/board). */
 export function busyPage(count: number, pageId = 'page-1'): BoardElement[] {
   const out: BoardElement[] = [];

@@ -3188,7 +3188,7 @@ export interface components {
             height: number;
             container_id?: string;
             /** @enum {string} */
-            vertical_align?: "top" | "middle" | "bottom";
+            vertical_align?: "top" | "bottom";
         } | {
             id: string;
             page_id: string;

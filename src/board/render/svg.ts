@@ -1,4 +1,4 @@
-import type { BoardElement } from '../schema.js';
+import { edgesOf, type BoardElement } from '../schema.js';
 import { RENDER_BUDGET, RenderBudget } from './budget.js';
 import { latexToText } from './latex.js';
 import { wrapLines } from './wrap.js';
@@ -161,13 +161,6 @@ function pathLength(points: number[][]): number {
 }
 
 /**
- * A path through pen points. Points closer than `tolerance` to the last kept
- * one are dropped: they would not move a pixel of the thumbnail, and long
- * strokes dominate render time. Shrunk pages (tolerance >= 0.5) use straight
- * segments between the kept points, which are under a pixel apart anyway;
- * otherwise quadratic curves through the midpoints smooth the stroke.
- */
-/**
  * A diamond with round corners as the editor draws one: each corner cut a quarter of the way along
  * its sides (horizontally a quarter of half the width, vertically of half the height), joined by a
  * curve pulled to the corner.
@@ -198,6 +191,13 @@ function curvePath(p: [number, number][]): string {
   return parts.join('');
 }
 
+/**
+ * A path through pen points. Points closer than `tolerance` to the last kept
+ * one are dropped: they would not move a pixel of the thumbnail, and long
+ * strokes dominate render time. Shrunk pages (tolerance >= 0.5) use straight
+ * segments between the kept points, which are under a pixel apart anyway;
+ * otherwise quadratic curves through the midpoints smooth the stroke.
+ */
 function freehandPath(all: number[][], tolerance: number): string {
   const points: number[][] = [all[0]];
   for (let i = 1; i < all.length; i++) {
@@ -295,18 +295,21 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       const length = pathLength(pts);
       // a point of a round line is a cubic segment for resvg to flatten: it costs two (measured:
       // 300 lines of 500 points drawn 1.4-1.8 times as slowly round as sharp)
-      const cost = el.type !== 'freehand' && el.edges === 'round' ? 2 : 1;
+      const round = el.type !== 'freehand' && edgesOf(el) === 'round';
+      const cost = round ? 2 : 1;
       if (!ctx.budget.takePoints(pts.length * cost) || !ctx.budget.takePaint(strokePaint(el, length, ctx))) return null;
       const stroke = strokeAttrs(el, ctx, length);
       if (el.type === 'freehand') return g(`<path d="${freehandPath(pts, ctx.tolerance)}" fill="none" ${stroke}/>`);
       if (pts.length < 2) pts.push(pts[0]);
       const size = Math.max(10, el.style.stroke_width * 5);
-      // round edges: a smooth curve through the points, its heads along the curve's ends
-      const round = el.edges === 'round' && pts.length > 2;
+      // round edges: a smooth curve through the points; it leaves its first point towards the second
+      // and reaches its last from the one before, so the heads point as on a sharp line
       const k = pts.length - 1;
-      const heads =
-        arrowhead(el.end_arrowhead, pts[k], round ? pts[k - 2] : pts[k - 1], size) + arrowhead(el.start_arrowhead, pts[0], round ? pts[2] : pts[1], size);
-      const line = round ? `<path d="${curvePath(pts)}" fill="none" ${stroke}/>` : `<polyline points="${pts.map((p) => `${n(p[0])},${n(p[1])}`).join(' ')}" fill="none" ${stroke}/>`;
+      const heads = arrowhead(el.end_arrowhead, pts[k], pts[k - 1], size) + arrowhead(el.start_arrowhead, pts[0], pts[1], size);
+      const line =
+        round && pts.length > 2
+          ? `<path d="${curvePath(pts)}" fill="none" ${stroke}/>`
+          : `<polyline points="${pts.map((p) => `${n(p[0])},${n(p[1])}`).join(' ')}" fill="none" ${stroke}/>`;
       return g(`${line}<g fill="${el.style.stroke}" ${stroke}>${heads}</g>`);
     }
     case 'rectangle':
@@ -317,7 +320,7 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       if (!ctx.budget.takePaint(fillPaint(el, w * h, ctx) + strokePaint(el, perimeter, ctx))) return null;
       const fill = fillAttr(el, ctx.patterns);
       const stroke = strokeAttrs(el, ctx, perimeter);
-      const round = el.edges !== 'sharp'; // absent: round, as a shape stored before the field was shown
+      const round = edgesOf(el) === 'round';
       if (el.type === 'rectangle') {
         // the editor's adaptive radius: a quarter of the shorter side, at most 32
         const rx = round ? ` rx="${n(Math.min(Math.min(w, h) * 0.25, 32))}"` : '';

@@ -1,5 +1,5 @@
 import { FONT_FAMILY } from '@excalidraw/excalidraw';
-import type { Binding, BoardElement } from '../../../src/board/schema.js';
+import { edgesOf, type Binding, type BoardElement } from '../../../src/board/schema.js';
 
 /**
  * Excalidraw elements <-> our board format (docs/snapshot-format.md). The
@@ -67,8 +67,6 @@ const SYNCED = new Set(['freedraw', 'rectangle', 'ellipse', 'diamond', 'line', '
 export const isSyncable = (el: ExEl): boolean => SYNCED.has(el.type);
 
 /** Coordinates are kept to 1/100 of a scene unit: invisible at any zoom, and it halves a stroke's size on the wire. */
-/** A rectangle's, diamond's, line's or arrow's corners and bends as the editor has them (its `roundness`). */
-const edgesOf = (ex: ExEl): 'sharp' | 'round' => (ex.roundness ? 'round' : 'sharp');
 const clampNum = (v: number, lim = 1_000_000) => (Number.isFinite(v) ? Math.round(Math.max(-lim, Math.min(lim, v)) * 100) / 100 : 0);
 const colour = (c: string): string => (/^#[0-9a-fA-F]{6}$/.test(c) ? c.toLowerCase() : c === 'transparent' ? 'transparent' : expand(c));
 function expand(c: string): string {
@@ -124,6 +122,16 @@ export function sameBound(a: readonly ExBound[] | null | undefined, b: readonly 
   return x.length === y.length && x.every((e) => y.some((f) => f.id === e.id && f.type === e.type));
 }
 
+/**
+ * A rectangle's, diamond's, line's or arrow's `edges` from the editor's roundness, written only
+ * where it differs from what the element reads as without it (edgesOf): an element stored before
+ * the field comes back unchanged, so the editor's own version bumps send nothing.
+ */
+function edgesField(ex: ExEl): { edges?: 'sharp' | 'round' } {
+  const drawn = ex.roundness ? 'round' : 'sharp';
+  return drawn === edgesOf({ type: ex.type }) ? {} : { edges: drawn };
+}
+
 /** Our element for an Excalidraw element on `pageId`; null for what the board does not store (images, frames...). */
 export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
   if (!isSyncable(ex)) return null;
@@ -161,11 +169,11 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         const c = typeof (data as { color?: unknown }).color === 'string' ? colour((data as { color: string }).color) : '#1e1e1e';
         return { ...base, ...size, style: { ...base.style, stroke: c === 'transparent' ? '#1e1e1e' : c, fill: 'transparent' }, type: 'formula', latex: String(data.latex || 'x').slice(0, 2000), font_size: Number(data.fontSize) || 24 };
       }
-      return { ...base, ...size, type: 'rectangle', edges: edgesOf(ex) };
+      return { ...base, ...size, type: 'rectangle', ...edgesField(ex) };
     case 'ellipse':
       return { ...base, ...size, type: 'ellipse' };
     case 'diamond':
-      return { ...base, ...size, type: 'diamond', edges: edgesOf(ex) };
+      return { ...base, ...size, type: 'diamond', ...edgesField(ex) };
     case 'line':
     case 'arrow': {
       const pts = (ex.points ?? []).slice(0, 500).map((p) => [clampNum(p[0]), clampNum(p[1])] as [number, number]);
@@ -186,7 +194,7 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         ...(startBinding ? { start_binding: startBinding } : {}),
         ...(endBinding ? { end_binding: endBinding } : {}),
         // an elbow arrow has no roundness: stored as a sharp one through its points
-        edges: edgesOf(ex),
+        ...edgesField(ex),
       };
     }
     case 'text': {
@@ -256,9 +264,8 @@ export function toExcalidraw(el: BoardElement, roughness: number, bound: readonl
     case 'rectangle':
     case 'ellipse':
     case 'diamond':
-      // round unless stored sharp (what a shape stored before `edges` was shown as); Excalidraw's
-      // adaptive radius for a rectangle, proportional for the others
-      return { ...common, type: el.type, width: el.width, height: el.height, roundness: el.type !== 'ellipse' && el.edges === 'sharp' ? null : el.type === 'rectangle' ? { type: 3 } : { type: 2 } };
+      // Excalidraw's adaptive radius for a rectangle, proportional for the others
+      return { ...common, type: el.type, width: el.width, height: el.height, roundness: edgesOf(el) === 'sharp' ? null : el.type === 'rectangle' ? { type: 3 } : { type: 2 } };
     case 'formula':
       // a white card: clickable anywhere (Excalidraw hit-tests transparent shapes on their outline only)
       return { ...common, type: 'rectangle', strokeColor: 'transparent', backgroundColor: '#ffffff', fillStyle: 'solid', width: el.width, height: el.height, roundness: null, customData: { kind: 'formula', latex: el.latex, fontSize: el.font_size, color: el.style.stroke } };
@@ -267,7 +274,7 @@ export function toExcalidraw(el: BoardElement, roughness: number, bound: readonl
       const xs = el.points.map((p) => p[0]);
       const ys = el.points.map((p) => p[1]);
       const head = (h: string) => (h === 'none' ? null : h);
-      return { ...common, type: el.type, points: el.points, width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys), startArrowhead: head(el.start_arrowhead), endArrowhead: head(el.end_arrowhead), roundness: el.edges === 'round' ? { type: 2 } : null, lastCommittedPoint: null, startBinding: bindingTo(el.start_binding), endBinding: bindingTo(el.end_binding) };
+      return { ...common, type: el.type, points: el.points, width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys), startArrowhead: head(el.start_arrowhead), endArrowhead: head(el.end_arrowhead), roundness: edgesOf(el) === 'round' ? { type: 2 } : null, lastCommittedPoint: null, startBinding: bindingTo(el.start_binding), endBinding: bindingTo(el.end_binding) };
     }
     case 'vector':
       return { ...common, type: 'arrow', points: [[0, 0], [el.dx, el.dy]], width: Math.abs(el.dx), height: Math.abs(el.dy), startArrowhead: null, endArrowhead: 'triangle', roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null, customData: { kind: 'vector', label: el.label, magnitude: el.magnitude, unit: el.unit } };
