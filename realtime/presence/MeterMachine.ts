@@ -41,9 +41,11 @@ interface Common {
   /**
    * The last RUNS_KEPT runs pauses ended in this session, oldest first (kept through resumes): a
    * deletion noticed after them (a missed notice) takes back what they ran past archived_at
-   * (cutAfter). Empty: none yet.
+   * (cutAfter). Their starts and their ends, comma-separated, as the hash holds them (run_from,
+   * run_to): read only by that cut (runsOf), not on every parse. '': none yet.
    */
-  runs: readonly Run[];
+  runFrom: string;
+  runTo: string;
 }
 
 /** A stretch of metering a pause ended: from its start to the pause (ms). */
@@ -52,16 +54,23 @@ export interface Run {
   to: number;
 }
 
-const NO_RUNS: readonly Run[] = [];
+/** No runs kept (a new session, or after a cut). */
+const NO_RUNS = { runFrom: '', runTo: '' } as const;
 
-/** The runs' hash fields: run_from and run_to hold the starts and the ends, comma-separated. */
-function parseRuns(from: string | null | undefined, to: string | null | undefined): readonly Run[] {
-  if (!from || !to) return NO_RUNS;
-  const fs = from.split(',');
-  const ts = to.split(',');
+/** The runs a meter keeps, oldest first. */
+export function runsOf(m: Pick<Common, 'runFrom' | 'runTo'>): Run[] {
+  if (!m.runFrom || !m.runTo) return [];
+  const fs = m.runFrom.split(',');
+  const ts = m.runTo.split(',');
   const out: Run[] = [];
   for (let i = 0; i < fs.length && i < ts.length; i++) out.push({ from: Number(fs[i]), to: Number(ts[i]) });
   return out;
+}
+
+/** The runs with one more at the end, the oldest dropped past RUNS_KEPT (lua.ts pause). */
+function withRun(m: Pick<Common, 'runFrom' | 'runTo'>, run: Run): Pick<Common, 'runFrom' | 'runTo'> {
+  const append = (list: string, v: number) => (list ? [...list.split(','), String(v)] : [String(v)]).slice(-RUNS_KEPT).join(',');
+  return { runFrom: append(m.runFrom, run.from), runTo: append(m.runTo, run.to) };
 }
 
 /** A session the rules ended, to be written to Postgres (finishSession), then cleared. */
@@ -190,20 +199,21 @@ export function parseMeterValues(v: ArrayLike<string | null | undefined>): Meter
   const flushAt = num(v[FIELD.flush_at]);
   const seededAt = num(v[FIELD.seeded_at]);
   const goneAt = num(v[FIELD.gone]);
-  const runs = parseRuns(v[FIELD.run_from], v[FIELD.run_to]);
+  const runFrom = v[FIELD.run_from] ?? '';
+  const runTo = v[FIELD.run_to] ?? '';
   const sid = num(v[FIELD.sid]);
   const since = num(v[FIELD.since]);
   const accMs = num(v[FIELD.acc]) ?? 0;
   if (sid !== null) {
     return since !== null
-      ? { state: 'running', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs, sessionId: sid, accMs, since }
-      : { state: 'paused', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs, sessionId: sid, accMs, pausedAt: num(v[FIELD.paused_at]) };
+      ? { state: 'running', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runFrom, runTo, sessionId: sid, accMs, since }
+      : { state: 'paused', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runFrom, runTo, sessionId: sid, accMs, pausedAt: num(v[FIELD.paused_at]) };
   }
   const startAt = num(v[FIELD.start_at]);
   if (startAt !== null) {
-    return { state: 'starting', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs, startAt, startClaim: num(v[FIELD.start_claim]) ?? startAt, accMs, since, pausedAt: num(v[FIELD.paused_at]) };
+    return { state: 'starting', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runFrom, runTo, startAt, startClaim: num(v[FIELD.start_claim]) ?? startAt, accMs, since, pausedAt: num(v[FIELD.paused_at]) };
   }
-  return { state: 'idle', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runs };
+  return { state: 'idle', seq, emptySince, peopleMax, pendingEnd, flushAt, seededAt, goneAt, runFrom, runTo };
 }
 
 // ---- transitions (the same as the Lua functions of the same names) -----------
@@ -221,7 +231,7 @@ export function seedMeter(s: MeterSeed, now: number, goneAt: number | null = nul
     // only a running session has anything to reconcile with the re-registered sockets (settle)
     seededAt: s.sessionId === null ? null : now,
     goneAt,
-    runs: NO_RUNS,
+    ...NO_RUNS,
   };
   if (s.sessionId === null) return { ...common, state: 'idle' };
   const accMs = Math.round(s.accMs);
@@ -236,15 +246,14 @@ export function pause(m: MeterState, at: number): MeterState {
   if (since === null) return m;
   const accMs = accOf(m) + Math.max(0, at - since);
   const pausedAt = Math.max(at, since);
-  const ended = m.runs;
-  const runs = [...(ended.length < RUNS_KEPT ? ended : ended.slice(ended.length - RUNS_KEPT + 1)), { from: since, to: pausedAt }];
+  const runs = withRun(m, { from: since, to: pausedAt });
   switch (m.state) {
     case 'running': {
       const { since: _s, ...rest } = m;
-      return { ...rest, state: 'paused', accMs, pausedAt, runs };
+      return { ...rest, state: 'paused', accMs, pausedAt, ...runs };
     }
     case 'starting':
-      return { ...m, accMs, since: null, pausedAt, runs };
+      return { ...m, accMs, since: null, pausedAt, ...runs };
     case 'idle':
     case 'paused':
       return m;
@@ -257,7 +266,7 @@ export function pause(m: MeterState, at: number): MeterState {
 function startRun(m: Idle | Paused | Starting, now: number): { m: MeterState; fx: Transition } {
   switch (m.state) {
     case 'idle':
-      return { m: { ...m, state: 'starting', startAt: now, startClaim: now, accMs: 0, since: now, pausedAt: null, peopleMax: 0, runs: NO_RUNS }, fx: 'start' };
+      return { m: { ...m, state: 'starting', startAt: now, startClaim: now, accMs: 0, since: now, pausedAt: null, peopleMax: 0, ...NO_RUNS }, fx: 'start' };
     case 'paused': {
       const { pausedAt: _, ...rest } = m;
       return { m: { ...rest, state: 'running', since: now }, fx: 'resume' };
@@ -280,7 +289,7 @@ export function pendEnd(m: WithSession, endAt: number): Idle {
     flushAt: m.flushAt,
     seededAt: m.seededAt,
     goneAt: m.goneAt,
-    runs: NO_RUNS,
+    ...NO_RUNS,
     pendingEnd: { sessionId: m.sessionId, seconds: Math.floor(m.accMs / 1000), chargeAt: pausedAt ?? endAt, endAt },
   };
 }
@@ -292,11 +301,11 @@ export function pendEnd(m: WithSession, endAt: number): Idle {
  */
 function cutAfter<T extends Starting | Running | Paused>(m: T, at: number): T {
   let past = 0;
-  for (const run of m.runs) if (run.to > at) past += run.to - Math.max(run.from, at);
+  for (const run of runsOf(m)) if (run.to > at) past += run.to - Math.max(run.from, at);
   if (past === 0) return m;
   const accMs = Math.max(0, m.accMs - past);
   const paused = 'pausedAt' in m && m.pausedAt !== null && m.pausedAt > at && runningSince(m) === null;
-  return { ...m, accMs, runs: NO_RUNS, ...(paused ? { pausedAt: at } : {}) };
+  return { ...m, accMs, ...NO_RUNS, ...(paused ? { pausedAt: at } : {}) };
 }
 
 /**
@@ -431,7 +440,7 @@ export function archive(m: MeterState, at: number, now: number): { kind: 'end' |
         const paused = pause(cutAfter(m, at), at);
         return { kind: 'starting', m: paused === m ? m : bump(paused, now) };
       }
-      return { kind: 'none', m: { ...common(m), state: 'idle', runs: NO_RUNS } };
+      return { kind: 'none', m: { ...common(m), state: 'idle', ...NO_RUNS } };
     }
     case 'running':
     case 'paused': {
@@ -489,5 +498,5 @@ export function forgettable(m: MeterState, count: number): boolean {
 }
 
 function common(m: MeterState): Common {
-  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt, goneAt: m.goneAt, runs: m.runs };
+  return { seq: m.seq, emptySince: m.emptySince, peopleMax: m.peopleMax, pendingEnd: m.pendingEnd, flushAt: m.flushAt, seededAt: m.seededAt, goneAt: m.goneAt, runFrom: m.runFrom, runTo: m.runTo };
 }

@@ -4,6 +4,7 @@ import { randomBase62 } from '../../src/lib/crypto.js';
 import { rebuildMs, renewMs } from '../../src/metering/rules.js';
 import type { Presence, PresenceOptions, PublicPerson } from '../../realtime/presence/Presence.js';
 import { RUNS_KEPT } from '../../realtime/presence/lua.js';
+import { runsOf } from '../../realtime/presence/MeterMachine.js';
 
 /** One Presence under test, and a way to make it lose its state (a Redis restart). */
 export interface PresenceHarness {
@@ -332,7 +333,7 @@ export function presenceSuite(name: string, factory: PresenceFactory): void {
         await p.leave(flap, k === 0 ? 'b' : `f${k}`, T + 1000 + k * 1000);
         await join(flap, `f${k + 1}`, 'bob', T + 1500 + k * 1000);
       }
-      const runs = (await p.tick([flap], T + 60_000))[0].meter!.runs;
+      const runs = runsOf((await p.tick([flap], T + 60_000))[0].meter!);
       expect(runs).toHaveLength(RUNS_KEPT);
       expect(runs.at(-1)).toEqual({ from: T + 500 + (RUNS_KEPT + 4) * 1000, to: T + 1000 + (RUNS_KEPT + 4) * 1000 });
 
