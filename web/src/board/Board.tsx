@@ -205,7 +205,7 @@ export function Board(props: {
       if (!api) return;
       const els = api.getSceneElementsIncludingDeleted() as unknown as readonly ExEl[];
       const wrapped = wrapLabels(els, null, api.getAppState().editingTextElement?.id ?? null);
-      if (wrapped !== els && wrapped.some((e, i) => e !== els[i])) api.updateScene({ elements: wrapped as never, captureUpdate: CaptureUpdateAction.NEVER });
+      if (wrapped !== els) api.updateScene({ elements: wrapped as never, captureUpdate: CaptureUpdateAction.NEVER });
     };
     document.fonts.addEventListener('loadingdone', again);
     return () => document.fonts.removeEventListener('loadingdone', again);

@@ -19,13 +19,18 @@ export function wrapLabels(elements: readonly ExEl[], arrived: ReadonlySet<strin
   // this runs on every board update: most carry no label, and then nothing is looked up or copied
   if (!elements.some(due)) return elements;
   const byId = new Map(elements.map((e) => [e.id, e]));
-  return elements.map((e) => {
+  let changed = false;
+  const out = elements.map((e) => {
     if (!due(e)) return e;
     const shape = byId.get(e.containerId!);
     if (!shape || shape.isDeleted) return e;
     const typed = e.originalText || e.text || '';
     const restored = restoreElements([shape, { ...e, text: typed }] as never, null, { repairBindings: true, refreshDimensions: true }) as unknown as ExEl[];
     const wrapped = restored.find((r) => r.id === e.id)?.text;
-    return wrapped === undefined || wrapped === e.text ? e : { ...e, text: wrapped };
+    if (wrapped === undefined || wrapped === e.text) return e;
+    changed = true;
+    return { ...e, text: wrapped };
   });
+  // the same array when no line break changed: the caller then has nothing to redraw
+  return changed ? out : elements;
 }
