@@ -78,7 +78,6 @@ export function edgesOf(el: { type: string; edges?: 'sharp' | 'round' }): 'sharp
  * bindings are older than the list: every node keeps them.)
  */
 export const OPTIONAL_ELEMENT_FIELDS = ['vertical_align', 'edges'] as const;
-export type OptionalElementField = (typeof OPTIONAL_ELEMENT_FIELDS)[number];
 export const ShapeSchema = z
   .object({ ...base, type: z.enum(['rectangle', 'ellipse', 'diamond']), width: size, height: size, edges })
   .strict()

@@ -31,6 +31,16 @@ export async function typeText(page: Page, at: [number, number], text: string) {
   await page.locator('textarea.excalidraw-wysiwyg').waitFor({ state: 'detached' });
 }
 
+/** Types a label into the shape whose box is [x, y, w, h] (a double-click in its middle), and closes the text editor. */
+export async function typeLabel(page: Page, [x, y, w, h]: [number, number, number, number], text: string) {
+  const box = await canvasBox(page);
+  await page.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
+  await page.locator('textarea.excalidraw-wysiwyg').waitFor();
+  await page.keyboard.type(text);
+  await page.keyboard.press('Escape');
+  await page.locator('textarea.excalidraw-wysiwyg').waitFor({ state: 'detached' });
+}
+
 /** Draws a rectangle by dragging; the editor selects it afterwards. */
 export async function drawRect(page: Page, from: [number, number], size: [number, number]) {
   await page.locator('[data-testid="toolbar-rectangle"]').click({ force: true });

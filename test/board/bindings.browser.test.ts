@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { clickAt, dragFrom, drawRect, drawStroke, inkIn, showsExactly } from './actions.js';
+import { clickAt, dragFrom, drawRect, drawStroke, inkIn, showsExactly, typeLabel } from './actions.js';
 
 /** Draws an arrow by dragging with the arrow tool (canvas coordinates). */
 async function drawArrow(page: Page, from: [number, number], to: [number, number]) {
@@ -37,10 +37,7 @@ describe('labels and arrows attached to shapes', () => {
     // the teacher draws a rectangle and types a label into it (double-click inside, type)
     const [x, y, w, h] = [450, 250, 240, 120];
     await drawRect(a, [x, y], [w, h]);
-    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await a.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
-    await a.keyboard.type('Label');
-    await a.keyboard.press('Escape');
+    await typeLabel(a, [x, y, w, h], 'Label');
     await expect.poll(async () => (await elements(lesson.id)).map((e) => e.type).sort(), { timeout: 10_000 }).toEqual(['rectangle', 'text']);
     await showsExactly(b, 2);
     const rect0 = (await elements(lesson.id)).find((e) => e.type === 'rectangle')!;
@@ -149,11 +146,7 @@ describe('labels and arrows attached to shapes', () => {
     const b = await s.open(student.url);
     const [x, y, w, h] = [450, 250, 200, 120];
     await drawRect(a, [x, y], [w, h]);
-    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await a.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
-    await a.locator('textarea.excalidraw-wysiwyg').waitFor();
-    await a.keyboard.type('Homework for Monday: exercises four to nine');
-    await a.keyboard.press('Escape');
+    await typeLabel(a, [x, y, w, h], 'Homework for Monday: exercises four to nine');
     await expect.poll(async () => (await elements(lesson.id)).find((e) => e.type === 'text')?.height, { timeout: 10_000 }).toBeGreaterThan(60); // three lines
     // which half-line bands of the shape's inside hold text, top to bottom: the lines as they are drawn
     const lines = async (p: Page) => {
@@ -178,6 +171,7 @@ describe('labels and arrows attached to shapes', () => {
     await expect.poll(() => lines(b), { timeout: 10_000 }).toBe(teacherSees).catch(async (err) => (await shot('reloaded'), Promise.reject(err)));
 
     // the teacher makes the shape narrower by its bottom-right corner: the label wraps into more lines
+    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
     await a.locator('[data-testid="toolbar-selection"]').click({ force: true });
     await a.mouse.click(box.x + x, box.y + y + h / 2); // its left edge: selected
     await a.mouse.move(box.x + x + w + 4, box.y + y + h + 4);
@@ -203,10 +197,7 @@ describe('labels and arrows attached to shapes', () => {
     const b = await s.open(student.url);
     const [x, y, w, h] = [450, 150, 240, 220];
     await drawRect(a, [x, y], [w, h]);
-    const box = (await a.locator('[data-testid=board] canvas').last().boundingBox())!;
-    await a.mouse.dblclick(box.x + x + w / 2, box.y + y + h / 2);
-    await a.keyboard.type('Top');
-    await a.keyboard.press('Escape');
+    await typeLabel(a, [x, y, w, h], 'Top');
     await expect.poll(async () => (await elements(lesson.id)).map((e) => e.type).sort(), { timeout: 10_000 }).toEqual(['rectangle', 'text']);
     // the teacher selects the rectangle by its edge and puts its label at the top (Excalidraw's "Align top")
     await clickAt(a, [x, y + h / 2]);

@@ -63,14 +63,7 @@ describe('DELETE /lessons/{id} with people in the lesson', () => {
   });
 
   it('bills nothing past archived_at when someone left after a deletion the node had not heard of yet', async () => {
-    const f = await lessonWithLinks(sql, { minutes: 100 });
-    const a = await join(gw.wsUrl(await f.link('a', { at: clock.now() })));
-    const b = await join(gw.wsUrl(await f.link('b', { at: clock.now() })));
-    const c = await join(gw.wsUrl(await f.link('c', { at: clock.now() })));
-    await gw.settle();
-    clock.advance(30_000);
-    const archivedAt = clock.now();
-    await sql`UPDATE lessons SET archived_at = ${archivedAt} WHERE id = ${f.lesson.id}`; // its notice missed
+    const { f, clients: [a, b, c], archivedAt } = await deletedUnheard(['a', 'b', 'c']);
     clock.advance(2_000);
     await c.close(); // three to two: metering goes on
     await gw.settle();
@@ -82,14 +75,8 @@ describe('DELETE /lessons/{id} with people in the lesson', () => {
   });
 
   it('bills nothing past archived_at through several pauses and resumes after a deletion the node had not heard of', async () => {
-    const f = await lessonWithLinks(sql, { minutes: 100 });
-    const a = await join(gw.wsUrl(await f.link('a', { at: clock.now() })));
-    const tb = await f.link('b', { at: clock.now() });
-    let b = await join(gw.wsUrl(tb));
-    await gw.settle();
-    clock.advance(30_000);
-    const archivedAt = clock.now();
-    await sql`UPDATE lessons SET archived_at = ${archivedAt} WHERE id = ${f.lesson.id}`; // its notice missed
+    const { f, tokens: [, tb], clients: [a, first], archivedAt } = await deletedUnheard(['a', 'b']);
+    let b = first;
     // three pause-resume cycles inside one flush interval (the link is still in the node's cache)
     for (let i = 0; i < 3; i++) {
       clock.advance(1_000);
@@ -102,6 +89,22 @@ describe('DELETE /lessons/{id} with people in the lesson', () => {
     await endsAtTheDeletion(f, archivedAt, [a, b]);
   });
 });
+
+/** A lesson the people `names` have been in together for 30 s, then deleted behind the node's back (its notice missed). */
+async function deletedUnheard(names: string[]) {
+  const f = await lessonWithLinks(sql, { minutes: 100 });
+  const tokens: string[] = [];
+  const clients: TestClient[] = [];
+  for (const name of names) {
+    tokens.push(await f.link(name, { at: clock.now() }));
+    clients.push(await join(gw.wsUrl(tokens.at(-1)!)));
+  }
+  await gw.settle();
+  clock.advance(30_000);
+  const archivedAt = clock.now();
+  await sql`UPDATE lessons SET archived_at = ${archivedAt} WHERE id = ${f.lesson.id}`;
+  return { f, tokens, clients, archivedAt };
+}
 
 /** The next flush finds a deletion the node missed: the people still in are closed, and the lesson's 30 s up to it are all that is billed. */
 async function endsAtTheDeletion(f: Awaited<ReturnType<typeof lessonWithLinks>>, archivedAt: Date, inside: TestClient[]) {
