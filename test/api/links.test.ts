@@ -5,10 +5,13 @@ import { LINK_ISSUED_CHANNEL } from '../../src/db/channels.js';
 import { resolveLinkToken } from '../../src/domain/links.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApi } from '../helpers/api.js';
+import { isolatedEnv } from '../helpers/isolation.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 
 const clock = new ManualClock(Date.parse('2026-05-01T12:00:00Z'));
-const api = await startTestApi({ clock, env: { EMBED_BASE_URL: 'https://embed.example.com/' } });
+// a database of its own: a test counts the link announcements of its database, and a file running
+// beside it in the shared one issues links too (seen: 2 announcements for 1, 2026-11-29)
+const api = await startTestApi({ clock, env: { ...(await isolatedEnv()), EMBED_BASE_URL: 'https://embed.example.com/' } });
 let p: PartnerFixture;
 let lessonId: string;
 beforeAll(async () => {
