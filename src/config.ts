@@ -4,7 +4,10 @@ import { FLUSH_SECONDS_MAX, SESSION_IDLE_SECONDS_DEFAULT } from './metering/rule
 /**
  * Every setting of the service, parsed once at start-up. A bad value stops the
  * process with a message that names the variable (see `loadConfig`).
- * Every variable here is in the README's configuration table with its default.
+ * Each variable carries its meaning (`.describe`, or `.meta` with `tests` when
+ * only tests are meant to change it): docs/configuration.md is generated from
+ * this schema (`npx tsx src/configDoc.ts --write`), and a test fails when the
+ * document is stale or a variable has no meaning.
  */
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().positive();
@@ -19,79 +22,119 @@ export type Role = (typeof ROLE_NAMES)[number];
 const flag = (byDefault: 'true' | 'false') => z.enum(['true', 'false', '1', '0']).default(byDefault).transform((v) => v === 'true' || v === '1');
 
 export const ConfigSchema = z.object({
-  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/lessons'),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
-  DATABASE_READ_POOL_SIZE: z.coerce.number().int().min(1).max(50).default(3),
-  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
-  REDIS_KEY_PREFIX: z.string().default('wb:'),
-  // host:port,host:port of a Redis Cluster (REDIS_URL is then unused); empty: the one Redis at REDIS_URL
-  REDIS_CLUSTER_NODES: z.string().regex(/^(?:[^,\s:/[\]]+|\[[0-9a-fA-F:]+\]):\d+(?:\s*,\s*(?:[^,\s:/[\]]+|\[[0-9a-fA-F:]+\]):\d+)*$/, 'a comma list of host:port').default(''),
-  ROLES: csv.pipe(z.array(z.enum(ROLE_NAMES)).min(1)).default(['api', 'gateway', 'dispatcher']),
-  HOST: z.string().default('0.0.0.0'),
-  API_PORT: port.default(8080),
-  GATEWAY_PORT: port.default(8081),
-  EMBED_BASE_URL: z.string().url().default('http://localhost:8081').transform((s) => s.replace(/\/+$/, '')),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
-  /** requests per minute per client address that carry no valid API key (docs/api-decisions.md) */
-  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: z.coerce.number().int().positive().default(60),
-  /** reverse proxies in front of the API that append to X-Forwarded-For; 0: the TCP peer is the client */
-  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/lessons')
+    .describe('Postgres; the database is created at start if it does not exist'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10)
+    .describe('connections per process for writes, transactions and long reads (reports): the `lessons` pool'),
+  DATABASE_READ_POOL_SIZE: z.coerce.number().int().min(1).max(50).default(3)
+    .describe('connections per process for short point reads (API GET routes and key lookups, the gateway\'s token checks, meter seeds, removal checks, board heads): the `lessons-read` pool, kept small so that postgres.js pipelines several queries per round trip under load'),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0')
+    .describe('Redis: presence, rate limits, pub/sub; nothing durable'),
+  REDIS_KEY_PREFIX: z.string().default('wb:')
+    .describe('prefix of every Redis key, so installations can share a Redis (no `{`: hash tags follow it)'),
+  REDIS_CLUSTER_NODES: z.string().regex(/^(?:[^,\s:/[\]]+|\[[0-9a-fA-F:]+\]):\d+(?:\s*,\s*(?:[^,\s:/[\]]+|\[[0-9a-fA-F:]+\]):\d+)*$/, 'a comma list of host:port').default('')
+    .describe('`host:port,host:port` of a Redis 7 Cluster (sharded pub/sub); `REDIS_URL` is then unused. Empty: the one Redis at `REDIS_URL` (docs/operations.md)'),
+  ROLES: csv.pipe(z.array(z.enum(ROLE_NAMES)).min(1)).default(['api', 'gateway', 'dispatcher'])
+    .describe('roles this process runs, comma-separated'),
+  HOST: z.string().default('0.0.0.0')
+    .describe('bind address of the API, the gateway and the metrics listener'),
+  API_PORT: port.default(8080)
+    .describe('port of the partner API (`/api/partner/v1`)'),
+  GATEWAY_PORT: port.default(8081)
+    .describe('port of the gateway: WebSocket `/ws`, participant pages `/embed/<token>`'),
+  EMBED_BASE_URL: z.string().url().default('http://localhost:8081').transform((s) => s.replace(/\/+$/, ''))
+    .describe('public address of the gateway; links are `${EMBED_BASE_URL}/embed/<token>`'),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600)
+    .describe('partner API requests per API key in any rolling 60 s (a sliding window shared through Redis)'),
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: z.coerce.number().int().positive().default(60)
+    .describe('partner API requests per minute per client address without a valid key; 429 past it (docs/api-decisions.md)'),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0)
+    .describe('reverse proxies in front of the API that append to `X-Forwarded-For`; the client address is the entry that many from the right. 0: the TCP peer (the header is ignored)'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
+    .describe('pino log level'),
   // Realtime gateway
-  /** the idle end (src/metering/rules.ts) */
-  SESSION_IDLE_SECONDS: seconds.default(SESSION_IDLE_SECONDS_DEFAULT),
-  GATEWAY_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(8).max(30).default(20),
-  GATEWAY_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(65_536),
-  GATEWAY_MAX_BACKPRESSURE_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
-  GATEWAY_MESSAGES_PER_SECOND: z.coerce.number().positive().default(50),
-  GATEWAY_MESSAGE_BURST: z.coerce.number().int().positive().default(100),
-  GATEWAY_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(256),
-  /** sockets (open or upgrading) this node holds; past it upgrades get 503 and /readyz 503. 0: the soft descriptor limit less the Postgres pools and 64 (realtime/admission/ConnectionCap.ts) */
-  GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0),
-  /** a process running the gateway tells V8 to favour memory over speed (--optimize-for-size): what a held connection keeps in RSS (realtime/memory.ts) */
-  GATEWAY_OPTIMIZE_FOR_SIZE: flag('true'),
-  /** with GATEWAY_OPTIMIZE_FOR_SIZE=false only: V8 grows the old generation by at most this percent (--heap-growing-percent), a middle ground between the two (realtime/memory.ts) */
-  GATEWAY_HEAP_GROWING_PERCENT: z.coerce.number().int().min(10).max(100).optional(),
-  /** with size mode on only: size mode is suspended while joins arrive at this many per second or more (its collections would pause them), resumed 2 s after; 0: never suspended; empty: 100 (realtime/memory.ts) */
-  GATEWAY_SIZE_MODE_BURST_JOINS: z.coerce.number().int().min(0).optional(),
-  /** open sockets of one person in one lesson on a node; a newer one closes the oldest (4409) */
-  GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4),
-  /** cursor positions a person may have relayed per second across their sockets on a node, and the burst */
-  GATEWAY_PERSON_CURSORS_PER_SECOND: z.coerce.number().positive().default(30),
-  GATEWAY_PERSON_CURSOR_BURST: z.coerce.number().int().positive().default(60),
-  GATEWAY_ALLOWED_ORIGINS: csv.default([]),
-  GATEWAY_TRUST_PROXY: flag('false'),
-  GATEWAY_LEASE_SECONDS: z.coerce.number().int().min(3).max(15).default(10),
-  GATEWAY_METER_FLUSH_SECONDS: z.coerce.number().min(0.2).max(FLUSH_SECONDS_MAX).default(5),
-  GATEWAY_TOKEN_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(10),
+  SESSION_IDLE_SECONDS: seconds.default(SESSION_IDLE_SECONDS_DEFAULT)
+    .meta({ description: 'a session ends after this long with nobody present (src/metering/rules.ts)', tests: 'Only tests shorten it.' }),
+  GATEWAY_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(8).max(30).default(20)
+    .describe('a socket that answers no ping for this long is closed and stops counting as present'),
+  GATEWAY_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(65_536)
+    .describe('a larger frame closes the socket with 4413'),
+  GATEWAY_MAX_BACKPRESSURE_BYTES: z.coerce.number().int().min(16_384).default(1_048_576)
+    .describe('a socket whose unsent data passes this is closed (a client that never reads)'),
+  GATEWAY_MESSAGES_PER_SECOND: z.coerce.number().positive().default(50)
+    .describe('per-connection message rate (token bucket)'),
+  GATEWAY_MESSAGE_BURST: z.coerce.number().int().positive().default(100)
+    .describe('size of that bucket; a client that sends a whole burst more while limited is closed with 4429'),
+  GATEWAY_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(256)
+    .describe('open or upgrading sockets per client address, per node; 429 at the upgrade past it'),
+  GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0)
+    .describe('open or upgrading sockets this node holds; past it an upgrade gets 503 `unavailable` with `Retry-After: 2` before its link is checked, and `/readyz` answers 503 `{"ready":false,"full":true}`. 0: the soft descriptor limit (`ulimit -n`) less both Postgres pools and a reserve of 64; 10,000 where it cannot be read (realtime/admission/ConnectionCap.ts). Logged at start and exported as `lessons_gateway_connection_cap`'),
+  GATEWAY_OPTIMIZE_FOR_SIZE: flag('true')
+    .describe('a process running the gateway tells V8 to favour memory over speed (`--optimize-for-size`, realtime/memory.ts): about 1 KB of RSS per held connection instead of 8-9 KB, for some CPU and join latency (docs/benchmarks.md). Logged at start'),
+  GATEWAY_HEAP_GROWING_PERCENT: z.coerce.number().int().min(10).max(100).optional()
+    .describe('with `GATEWAY_OPTIMIZE_FOR_SIZE=false` only (refused otherwise): V8 grows the old generation by at most this percent after a full collection (`--heap-growing-percent`), a middle ground between V8\'s defaults and size mode in memory and idle CPU. Unset: V8\'s own'),
+  GATEWAY_SIZE_MODE_BURST_JOINS: z.coerce.number().int().min(0).optional()
+    .describe('with size mode on only (refused otherwise): while sockets arrive at this many per second or more (counted every 200 ms) size mode is suspended, since its collections would pause the joins; it resumes 2 s after the rate falls below. 0: never suspended. Unset: 100. Each change is logged'),
+  GATEWAY_MAX_SOCKETS_PER_PERSON: z.coerce.number().int().min(1).max(64).default(4)
+    .describe('open sockets of one person (every link of the same user) in one lesson, per node; a newer socket closes the oldest with 4409'),
+  GATEWAY_PERSON_CURSORS_PER_SECOND: z.coerce.number().positive().default(30)
+    .describe('cursor positions relayed per person per second, across their sockets on a node; the rest are dropped'),
+  GATEWAY_PERSON_CURSOR_BURST: z.coerce.number().int().positive().default(60)
+    .describe('the burst of that cursor budget'),
+  GATEWAY_ALLOWED_ORIGINS: csv.default([])
+    .describe('comma-separated `Origin`s allowed to open the socket (403 otherwise); empty: any'),
+  GATEWAY_TRUST_PROXY: flag('false')
+    .describe('take the client address from the right-most `X-Forwarded-For` entry (only behind our own proxy)'),
+  GATEWAY_LEASE_SECONDS: z.coerce.number().int().min(3).max(15).default(10)
+    .describe('node lease in Redis; a killed node\'s people stop counting within lease + lease/3'),
+  GATEWAY_METER_FLUSH_SECONDS: z.coerce.number().min(0.2).max(FLUSH_SECONDS_MAX).default(5)
+    .describe('how often running lessons are charged, so `GET /balance` is live'),
+  GATEWAY_TOKEN_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(10)
+    .describe('how long a link looked up in Postgres is cached in the process; links announced when issued stay until they expire, and expiry is checked on every use (docs/protocol.md)'),
   // Webhooks
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000)
+    .describe('total time of one delivery attempt, DNS to last byte read'),
   WEBHOOK_RETRY_SCHEDULE: csv
     .transform((xs) => xs.map(Number))
     .pipe(z.array(z.number().int().min(0)).min(1))
-    .default([30, 120, 600, 1800, 3600, 10800, 21600, 43200]),
-  WEBHOOK_ALLOW_HOSTS: csv.default([]),
-  // base64 AES-256 keys (32 bytes each) sealing webhook secrets at rest; the first seals, all open
+    .default([30, 120, 600, 1800, 3600, 10800, 21600, 43200])
+    .meta({ description: 'seconds before attempts 2-9; after the last failure the event is undelivered', tests: 'Only tests shorten it.' }),
+  WEBHOOK_ALLOW_HOSTS: csv.default([])
+    .meta({ description: 'host names or IPs exempt from the https and public-address rules, for local development; a warning is logged at start when set', tests: 'Local development and tests only.' }),
   WEBHOOK_SECRET_KEYS: csv
     .pipe(z.array(z.string().refine((k) => Buffer.from(k, 'base64').length === 32, 'each key must be 32 bytes, base64')))
-    .default([]),
-  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
-  WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
+    .default([])
+    .describe('comma-separated base64 AES-256 keys (32 bytes, e.g. `openssl rand -base64 32`) sealing webhook secrets at rest; the first seals, all open (put a new key first to rotate). Empty: secrets are stored as is and a warning is logged'),
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000)
+    .meta({ description: 'the dispatcher\'s poll: the backstop to LISTEN/NOTIFY and the clock for retries coming due', tests: 'Tests shorten it.' }),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256)
+    .describe('delivery attempts in flight per dispatcher process'),
+  WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8)
+    .describe('attempts in flight per partner per dispatcher process, so one slow endpoint cannot hold up the others'),
   // Board (docs/board.md)
-  BOARD_COMMIT_MAX_LESSONS: z.coerce.number().int().min(1).max(1000).default(100),
-  BOARD_COMMIT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
-  BOARD_PREVIEW_DEBOUNCE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
-  BOARD_PREVIEW_MIN_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
-  BOARD_PREVIEW_WIDTH: z.coerce.number().int().min(64).max(2048).default(800),
+  BOARD_COMMIT_MAX_LESSONS: z.coerce.number().int().min(1).max(1000).default(100)
+    .describe('most lessons whose waiting board operations a gateway node commits in one Postgres transaction'),
+  BOARD_COMMIT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2)
+    .describe('board transactions a gateway node has in flight at once'),
+  BOARD_PREVIEW_DEBOUNCE_MS: z.coerce.number().int().min(0).max(60_000).default(2000)
+    .describe('a gateway renders a lesson\'s preview this long after its last board change on that node'),
+  BOARD_PREVIEW_MIN_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000)
+    .describe('... but no sooner than this after its previous render of the lesson (at once when the last participant leaves the node)'),
+  BOARD_PREVIEW_WIDTH: z.coerce.number().int().min(64).max(2048).default(800)
+    .describe('width of the preview PNG in pixels'),
   // Bounded preview rendering (docs/board.md, "Bounded rendering"): the maxima keep queue + timeout within 10 s
-  BOARD_RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
-  BOARD_RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(6000).default(5000),
-  BOARD_RENDER_MEMORY_MB: z.coerce.number().int().min(64).max(4096).default(512),
-  BOARD_RENDER_QUEUE_MS: z.coerce.number().int().min(0).max(4000).default(4000),
-  BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500),
-  /** folder of the built participant page served by the gateway (default: dist/web of this checkout) */
-  WEB_DIR: z.string().min(1).optional(),
+  BOARD_RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1)
+    .describe('preview renders at once per process, each in a child process of its own'),
+  BOARD_RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(6000).default(5000)
+    .describe('a render still running after this long is killed; the read answers 503'),
+  BOARD_RENDER_MEMORY_MB: z.coerce.number().int().min(64).max(4096).default(512)
+    .describe('a render child whose resident memory passes this is killed; its V8 heap is capped at half'),
+  BOARD_RENDER_QUEUE_MS: z.coerce.number().int().min(0).max(4000).default(4000)
+    .describe('a render that finds no free slot within this long is refused: 503 with `Retry-After`'),
+  BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500)
+    .meta({ description: 'how long a node waits for a missing board operation before its pages resync from Postgres', tests: 'Tests shorten it.' }),
+  WEB_DIR: z.string().min(1).optional()
+    .describe('folder of the built participant page the gateway serves (`npm run build` writes it). Unset: `dist/web` of this checkout'),
   // Video call
   ICE_SERVERS: z
     .string()
@@ -104,18 +147,22 @@ export const ConfigSchema = z.object({
       }
     })
     .pipe(z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() })))
-    .default([]),
+    .default([])
+    .describe('WebRTC ICE servers as JSON, e.g. `[{"urls":"stun:turn.example.com:3478"}]`'),
   // TURN REST credentials (coturn use-auth-secret): per participant, docs/board.md "Video call"
-  TURN_URLS: csv.pipe(z.array(z.string().regex(/^turns?:/, 'each URL must start with turn: or turns:'))).default([]),
-  TURN_SECRET: z.string().min(16, 'at least 16 characters').optional(),
-  TURN_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(43_200),
+  TURN_URLS: csv.pipe(z.array(z.string().regex(/^turns?:/, 'each URL must start with turn: or turns:'))).default([])
+    .describe('TURN server URLs, comma-separated (`turn:`, `turns:`): with `TURN_SECRET`, each participant\'s `welcome` carries TURN credentials of their own (coturn `use-auth-secret`; docs/board.md, "Video call")'),
+  TURN_SECRET: z.string().min(16, 'at least 16 characters').optional()
+    .describe('the TURN server\'s shared secret (coturn `static-auth-secret`); set with `TURN_URLS` or not at all. Never logged'),
+  TURN_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(43_200)
+    .describe('a participant\'s TURN credentials expire with their link, and at most this long after they joined'),
   // Operations (docs/operations.md)
-  /** port of this process's Prometheus /metrics (and /healthz, /readyz) listener on HOST; unset: no listener */
-  METRICS_PORT: port.optional(),
-  /** on SIGTERM the API finishes requests in flight for at most this long, then closes what is left */
-  SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(15),
-  /** the gateway's drain on SIGTERM: participants are asked to reconnect spread over this many seconds */
-  DRAIN_SECONDS: z.coerce.number().int().min(0).max(300).default(10),
+  METRICS_PORT: port.optional()
+    .describe('port of this process\'s Prometheus listener on `HOST`: `/metrics`, `/healthz`, `/readyz` (never the API or gateway port; keep it off the public network). Unset: no listener'),
+  SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(15)
+    .describe('on `SIGTERM` the API finishes requests in flight for at most this long, then cuts what is left'),
+  DRAIN_SECONDS: z.coerce.number().int().min(0).max(300).default(10)
+    .describe('the gateway\'s drain on `SIGTERM`: `/readyz` answers 503 at once, participants are told to reconnect (close code 1012) spread over at most this long, their departures count 3 s later; the process exits once empty or at this + 3 s (docs/operations.md)'),
 }).superRefine((c, ctx) => {
   if (c.GATEWAY_HEAP_GROWING_PERCENT !== undefined && c.GATEWAY_OPTIMIZE_FOR_SIZE) {
     ctx.addIssue({ code: 'custom', path: ['GATEWAY_HEAP_GROWING_PERCENT'], message: 'set only with GATEWAY_OPTIMIZE_FOR_SIZE=false (size mode sets its own heap growth)' });
