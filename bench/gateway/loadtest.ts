@@ -126,7 +126,7 @@ const log = (...x: unknown[]) => process.stderr.write(`[loadtest] ${x.join(' ')}
 
 // ---- processes --------------------------------------------------------------
 
-/** Node options from a setting of the load test (space-separated; README: LOADTEST_GATEWAY_NODE_ARGS, LOADTEST_WORKER_NODE_ARGS). */
+/** Node options from a setting of the load test (space-separated; docs/development.md: LOADTEST_GATEWAY_NODE_ARGS, LOADTEST_WORKER_NODE_ARGS). */
 const nodeOptions = (name: string): string[] => (process.env[name] ?? '').split(' ').filter(Boolean);
 
 function spawnService(args: string[], env: Record<string, string>, ready: (line: string) => number | undefined): Promise<{ proc: ChildProcess; port: number }> {

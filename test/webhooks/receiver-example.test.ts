@@ -8,14 +8,14 @@ import { freePort } from '../helpers/net.js';
 import { eventually } from '../helpers/wait.js';
 import { attemptsOf, startWebhookStack } from './helpers/stack.js';
 
-/** The receiver example of the README, exactly as printed there. */
-const readme = readFileSync(path.join(import.meta.dirname, '../../README.md'), 'utf8');
+/** The receiver example of docs/webhooks.md, exactly as printed there. */
+const readme = readFileSync(path.join(import.meta.dirname, '../../docs/webhooks.md'), 'utf8');
 const block = /<!-- receiver-example:start -->\s*```js\n([\s\S]*?)```\s*<!-- receiver-example:end -->/.exec(readme);
 let child: ChildProcess | undefined;
 afterAll(() => void child?.kill('SIGKILL'));
 
-describe('the README receiver example', () => {
-  it('is in the README', () => {
+describe('the receiver example of docs/webhooks.md', () => {
+  it('is in docs/webhooks.md', () => {
     expect(block).not.toBeNull();
   });
 
