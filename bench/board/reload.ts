@@ -1,6 +1,6 @@
 /**
  * `npm run bench:board:reload`: how soon a reloaded page shows the board
- * (issue 12, "Load and reload"; docs/benchmarks.md, "Board: a reload").
+ * (docs/benchmarks.md, "Board").
  * A real gateway process serving the built page, Debian's Chromium: the
  * teacher draws three strokes, a rectangle and a text; the student's page
  * opens late and then reloads RELOADS times. Each time is from the start of
@@ -13,15 +13,20 @@
  * reload shows the board and its shapes; the time is measured here, on a
  * machine doing nothing else, not in the suite beside other browser runs.
  *
- * Options: RELOADS (default 20), LATE (default 5), WEB_DIR (a built page; default: built from
- * this tree's sources, as the tests do).
+ * Settings: `npm run bench:board:reload -- --help`.
  */
 import os from 'node:os';
 import { drawRect, drawStroke, showsExactly, typeText } from '../../test/board/actions.js';
+import { environment } from '../lib/cli.js';
 import { browserBench } from './env.js';
 
-const RELOADS = Number(process.env.RELOADS ?? 20);
-const LATE = Number(process.env.LATE ?? 5);
+const env = environment('npm run bench:board:reload: time to the board on screen after a reload and for a late joiner, in Chromium', {
+  RELOADS: { default: '20', help: "reloads of the student's page" },
+  LATE: { default: '5', help: 'late joiners, each with nothing cached' },
+  WEB_DIR: { help: "a built page (default: built from this tree's sources, as the tests do)" },
+});
+const RELOADS = Number(env.RELOADS);
+const LATE = Number(env.LATE);
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);

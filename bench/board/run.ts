@@ -11,9 +11,7 @@
  *   - fan-out through the real gateway (bench/board/fanout.ts): 30 people drawing in one lesson, and
  *     1,000 lessons of 3 people: fan-out latency p50/p99, gateway CPU seconds per 1,000 operations
  *
- * Options: RUNS (default 15) renders per mix; DRAW_SECONDS (default 5); FANOUT_SECONDS (default 10);
- * LESSONS (default 1000) and LESSON_PAUSE_MS (default 3000, the pause between one person's strokes in
- * the many-lessons part); PARTS (default "render,api,sequencing,fanout30,fanout1000").
+ * Settings: `npm run bench:board -- --help`.
  */
 import type { Deps } from '../../src/deps.js';
 import { createApiKey } from '../../src/domain/apiKeys.js';
@@ -30,13 +28,24 @@ import { fanout, report, spawnGateway } from './fanout.js';
 import type { Config } from '../../src/config.js';
 import { topUp } from '../../src/domain/ledger.js';
 import type { Partner } from '../../src/domain/partners.js';
+import { environment } from '../lib/cli.js';
 
-const RUNS = Number(process.env.RUNS ?? 15);
-const DRAW_SECONDS = Math.min(30, Number(process.env.DRAW_SECONDS ?? 5));
-const FANOUT_SECONDS = Math.min(60, Number(process.env.FANOUT_SECONDS ?? 10));
-const LESSONS = Math.min(2000, Number(process.env.LESSONS ?? 1000));
-const LESSON_PAUSE_MS = Number(process.env.LESSON_PAUSE_MS ?? 3000);
-const PARTS = new Set((process.env.PARTS ?? 'render,api,sequencing,fanout30,fanout1000').split(','));
+const env = environment('npm run bench:board: preview render, snapshot and preview latency, sequencing, fan-out through a real gateway', {
+  RUNS: { default: '15', help: 'renders per page mix' },
+  DRAW_SECONDS: { default: '5', help: 'seconds of drawing in the sequencing part (at most 30)' },
+  FANOUT_SECONDS: { default: '10', help: 'seconds of drawing in each fan-out part (at most 60)' },
+  LESSONS: { default: '1000', help: 'lessons of 3 in the many-lessons fan-out (at most 2000)' },
+  LESSON_PAUSE_MS: { default: '3000', help: "pause between one person's strokes in the many-lessons part" },
+  PARTS: { default: 'render,api,sequencing,fanout30,fanout1000', help: 'the parts to run, comma-separated' },
+  PREVIEW_DEBOUNCE_MS: { help: "the gateway's BOARD_PREVIEW_DEBOUNCE_MS in the fan-out parts" },
+  GATEWAY_POOL: { help: "the gateway's DATABASE_POOL_SIZE in the fan-out parts" },
+});
+const RUNS = Number(env.RUNS);
+const DRAW_SECONDS = Math.min(30, Number(env.DRAW_SECONDS));
+const FANOUT_SECONDS = Math.min(60, Number(env.FANOUT_SECONDS));
+const LESSONS = Math.min(2000, Number(env.LESSONS));
+const LESSON_PAUSE_MS = Number(env.LESSON_PAUSE_MS);
+const PARTS = new Set(env.PARTS!.split(','));
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -113,8 +122,8 @@ async function fanoutParts(config: Config, deps: Deps, partner: Partner): Promis
     REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX,
     GATEWAY_MAX_CONNECTIONS_PER_IP: '100000',
     // the gateway's own defaults unless asked otherwise
-    ...(process.env.PREVIEW_DEBOUNCE_MS ? { BOARD_PREVIEW_DEBOUNCE_MS: process.env.PREVIEW_DEBOUNCE_MS } : {}),
-    ...(process.env.GATEWAY_POOL ? { DATABASE_POOL_SIZE: process.env.GATEWAY_POOL } : {}),
+    ...(env.PREVIEW_DEBOUNCE_MS ? { BOARD_PREVIEW_DEBOUNCE_MS: env.PREVIEW_DEBOUNCE_MS } : {}),
+    ...(env.GATEWAY_POOL ? { DATABASE_POOL_SIZE: env.GATEWAY_POOL } : {}),
   });
   try {
     if (PARTS.has('fanout30')) {

@@ -6,12 +6,16 @@
  * action, and the same command with that seed replays it. `--runs K` runs K
  * sessions with seeds N, N+1, ... Exit code 1 on a failure.
  */
-import { parseArgs } from 'node:util';
+import { commandLine } from '../lib/cli.js';
 import { BoardStore, toSnapshot } from '../../src/board/store.js';
 import { randomSession } from '../../test/board/random.js';
 import { browserBench } from './env.js';
 
-const { values } = parseArgs({ options: { actions: { type: 'string', default: '200' }, seed: { type: 'string' }, runs: { type: 'string', default: '1' } } });
+const { values } = commandLine('npm run soak:board: the randomised two-person session in Chromium, as long as asked; exit code 1 on a failure', {
+  actions: { type: 'string', default: '200', help: 'random actions per session' },
+  seed: { type: 'string', help: 'the first session\'s seed (default: a random one, printed)' },
+  runs: { type: 'string', default: '1', help: 'sessions, with seeds seed, seed+1, ...' },
+});
 const ACTIONS = Number(values.actions);
 const SEED = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(values.runs);

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:board:stroke`: what one long freehand stroke costs on the
- * wire (issue 12, point 3; docs/benchmarks.md, "Board: a 400-point stroke").
+ * wire (docs/benchmarks.md, "Board").
  * A real gateway process (src/main.ts, ROLES=gateway) serving the built page,
  * two people in Debian's Chromium; the teacher draws a stroke of POINTS mouse
  * moves (default 400) at a person's pace, the student watches it grow.
@@ -10,15 +10,20 @@
  * the stroke's final encoded size (its JSON in the snapshot). Targets: bytes
  * sent at most 3x the final size; at most 5 committed operations.
  *
- * Options: POINTS (default 400), RUNS (default 3), MOVE_MS (pause between
- * mouse moves, default 0: as fast as playwright moves the mouse), WEB_DIR (a built page; default: built from this
- * tree's sources, as the tests do).
+ * Settings: `npm run bench:board:stroke -- --help`.
  */
+import { environment } from '../lib/cli.js';
 import { browserBench } from './env.js';
 
-const POINTS = Number(process.env.POINTS ?? 400);
-const RUNS = Number(process.env.RUNS ?? 3);
-const MOVE_MS = Number(process.env.MOVE_MS ?? 0);
+const env = environment('npm run bench:board:stroke: bytes sent and operations committed for one freehand stroke drawn in Chromium', {
+  POINTS: { default: '400', help: 'mouse moves of the stroke' },
+  RUNS: { default: '3', help: 'strokes drawn' },
+  MOVE_MS: { default: '0', help: 'pause between mouse moves (0: as fast as playwright moves the mouse)' },
+  WEB_DIR: { help: "a built page (default: built from this tree's sources, as the tests do)" },
+});
+const POINTS = Number(env.POINTS);
+const RUNS = Number(env.RUNS);
+const MOVE_MS = Number(env.MOVE_MS);
 
 interface Sent {
   frames: number;

@@ -1,14 +1,16 @@
-import { parseArgs } from 'node:util';
+import { commandLine } from '../lib/cli.js';
 import { loadavg } from 'node:os';
 import { SCENARIOS, type Result } from './scenarios.js';
 
 /**
- * `npm run chaos`: every fault scenario of issue 13 against real processes
- * (docs/reliability.md). `-- --short` runs the short versions of the quick
- * ones only (what the test suite runs); `-- --only pg-kills,redis-40` picks.
- * Prints one block per scenario and a JSON line per result (for the docs).
+ * `npm run chaos`: every fault scenario against real processes
+ * (docs/reliability.md). Prints one block per scenario and a JSON line per
+ * result (for the docs).
  */
-const { values } = parseArgs({ options: { short: { type: 'boolean', default: false }, only: { type: 'string' } } });
+const { values } = commandLine(`npm run chaos: the fault scenarios against real processes (docs/reliability.md)\nScenarios: ${Object.keys(SCENARIOS).join(', ')}`, {
+  short: { type: 'boolean', default: false, help: 'the short versions of the quick scenarios only (what the test suite runs)' },
+  only: { type: 'string', help: 'a comma list of scenarios to run' },
+});
 const names = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((n) => !values.short || SCENARIOS[n].short);
 process.stderr.write(`[chaos] load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { commandLine } from '../lib/cli.js';
 
 /**
  * What a held connection costs on the V8 heap: compares two heap snapshots of
@@ -26,7 +26,12 @@ import { parseArgs } from 'node:util';
  * per-socket data, kernel buffers are not counted in RSS at all) is the RSS
  * growth less the heap growth.
  */
-const { values: a, positionals } = parseArgs({ allowPositionals: true, options: { connections: { type: 'string' }, unit: { type: 'string' }, top: { type: 'string', default: '40' }, 'by-referrer': { type: 'boolean', default: false } } });
+const { values: a, positionals } = commandLine('usage: tsx bench/gateway/heapSummary.ts <before.heapsnapshot> <held.heapsnapshot> (--connections N | --unit Constructor)\nWhat a held connection costs on the V8 heap, per kind of object.', {
+  connections: { type: 'string', help: 'connections held in the second snapshot and not the first' },
+  unit: { type: 'string', help: 'count the connections as the objects of this class the second snapshot has more' },
+  top: { type: 'string', default: '40', help: 'rows printed' },
+  'by-referrer': { type: 'boolean', default: false, help: 'split each kind by what holds it' },
+}, { allowPositionals: true });
 if (positionals.length !== 2 || !(a.connections || a.unit)) throw new Error('usage: heapSummary.ts <before.heapsnapshot> <held.heapsnapshot> (--connections N | --unit Constructor) [--top K] [--by-referrer]');
 
 interface Group {

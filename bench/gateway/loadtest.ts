@@ -4,7 +4,6 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
 import { migrate } from '../../src/db/migrate.js';
@@ -17,6 +16,7 @@ import { descriptorLimit, HAS_BUS, machineCpu, postgresCpu, probe, RELAY_ENTRY, 
 import { readAllocations, topAllocations } from './allocations.js';
 import { Histogram } from './histogram.js';
 import { printReport, type NodeResult, type Result } from './report.js';
+import { commandLine } from '../lib/cli.js';
 import { logPort, spawnUntilPort } from '../lib/service.js';
 import { checkSocketIo } from '../peers/socketioCheck.js';
 import { startRedisCluster, type LocalRedisCluster } from '../../test/helpers/redisCluster.js';
@@ -61,40 +61,38 @@ import { startRedisCluster, type LocalRedisCluster } from '../../test/helpers/re
  * those of a running server, not of its first second (JIT, connection pools,
  * Lua scripts); the cold first second is printed apart ("join latency, cold").
  */
-const { values: a } = parseArgs({
-  options: {
-    connections: { type: 'string', default: '2000' },
-    lessons: { type: 'string' },
-    'join-rate': { type: 'string', default: '1000' },
-    'cursor-rate': { type: 'string', default: '5000' },
-    hold: { type: 'string', default: '20' },
-    // server processes per target: gateway nodes sharing one Postgres and one Redis (relays: as many processes)
-    gateways: { type: 'string', default: '1' },
-    // lesson: a lesson's connections all go to one node; connection: a lesson's connections round-robin over the nodes (gateway and sio only: the relays have no bus)
-    spread: { type: 'string', default: 'lesson' },
-    workers: { type: 'string' },
-    partners: { type: 'string', default: '10' },
-    target: { type: 'string', default: 'both' }, // gateway | ws | uws | sio | both (gateway + ws) | all (the four) | a comma list (gateway,uws)
-    'per-address': { type: 'string', default: '200' },
-    'keep-db': { type: 'boolean', default: false },
-    // seconds of holding every connection with no traffic, to measure the server's idle CPU rate
-    idle: { type: 'string', default: '5' },
-    warmup: { type: 'string' },
-    // the lesson features (board, call, chat) of the participant UI: on (as deployed) or off (the gateway core)
-    features: { type: 'string', default: 'on' },
-    // write a V8 heap snapshot of every server node before the joins and after the idle hold (into --heap-dir/<run>; compare them with heapSummary.ts)
-    'heap-snapshot': { type: 'boolean', default: false },
-    'heap-dir': { type: 'string', default: path.join(tmpdir(), 'loadtest-heap') },
-    // every server node samples what it allocates from before the joins to the end of the idle hold (V8's sampling heap
-    // profiler, the collected objects included; probeSignal.ts): bytes per connection, the top allocating functions,
-    // and a .heapprofile per node in --heap-dir/<run>. The sampling costs CPU: its latency and CPU figures are not comparable
-    'alloc-profile': { type: 'boolean', default: false },
-    // run even when a node gets more connections than a process can hold (to see what happens then)
-    'over-limit': { type: 'boolean', default: false },
-    // the gateways (and the API) on a local 3-master Redis Cluster started for the run (the relays keep REDIS_URL)
-    'redis-cluster': { type: 'boolean', default: false },
-    // the load generator's WebSocket client: lean (bench/gateway/leanClient.ts: frames over a TCP socket, a third of the CPU) or ws (the library)
-    client: { type: 'string', default: 'lean' },
+const { values: a } = commandLine('npm run loadtest: the gateway against baseline relays under one load, everything started here on 127.0.0.1 (docs/development.md)', {
+  connections: { type: 'string', default: '2000', help: 'participants connected' },
+  lessons: { type: 'string', help: 'lessons they are spread over (default: connections / 20)' },
+  'join-rate': { type: 'string', default: '1000', help: 'joins per second' },
+  'cursor-rate': { type: 'string', default: '5000', help: 'cursor messages per second, in total' },
+  hold: { type: 'string', default: '20', help: 'seconds of sending cursors' },
+  gateways: { type: 'string', default: '1', help: 'server processes per target, sharing one Postgres and one Redis' },
+  spread: { type: 'string', default: 'lesson', help: "lesson: a lesson's connections all go to one node; connection: round-robin over the nodes (gateway and sio only)" },
+  workers: { type: 'string', help: 'load worker processes (default: 4, more when the connections need them)' },
+  partners: { type: 'string', default: '10', help: 'partners the lessons belong to' },
+  target: { type: 'string', default: 'both', help: 'gateway | ws | uws | sio | both (gateway and ws) | all (the four) | a comma list' },
+  'per-address': { type: 'string', default: '200', help: 'connections per 127.x source address' },
+  'keep-db': { type: 'boolean', default: false, help: 'keep the database of the run' },
+  idle: { type: 'string', default: '5', help: "seconds of holding every connection with no traffic (the servers' idle CPU)" },
+  warmup: { type: 'string', help: 'joins on lessons of their own before the measured ones (default: two seconds at the join rate)' },
+  features: { type: 'string', default: 'on', help: 'on: the lesson features (board, call, chat) as deployed; off: the gateway core' },
+  'heap-snapshot': { type: 'boolean', default: false, help: 'V8 heap snapshots of every server before the joins, holding, and after (compare with heapSummary.ts)' },
+  'heap-dir': { type: 'string', default: path.join(tmpdir(), 'loadtest-heap'), help: 'where snapshots and allocation profiles go' },
+  'alloc-profile': { type: 'boolean', default: false, help: 'every server samples what it allocates (costs CPU: its latency and CPU figures are not comparable)' },
+  'over-limit': { type: 'boolean', default: false, help: 'run even when a node gets more connections than a process can hold' },
+  'redis-cluster': { type: 'boolean', default: false, help: 'the gateways and the API on a local 3-master Redis Cluster (the relays keep REDIS_URL)' },
+  client: { type: 'string', default: 'lean', help: "the load's WebSocket client: lean (bench/gateway/leanClient.ts) or ws (the library)" },
+}, {
+  environment: {
+    LOADTEST_FROM_SOURCE: { help: '1: the gateways run from the sources under tsx instead of the build in dist/' },
+    LOADTEST_SERVER_LOG: { help: "a file for the servers' logs" },
+    LOADTEST_MEMORY_LOG: { help: "1: each gateway logs process.memoryUsage() every 5 s (with LOADTEST_SERVER_LOG)" },
+    LOADTEST_LOG_LEVEL: { default: 'info', help: "the servers' LOG_LEVEL" },
+    LOADTEST_GATEWAY_NODE_ARGS: { help: 'node options of the gateway processes (e.g. --cpu-prof --cpu-prof-dir=<dir>)' },
+    LOADTEST_WORKER_NODE_ARGS: { help: 'node options of the load workers' },
+    UWS_RELAY_IDLE_TIMEOUT: { default: '20', help: "the bare uWS relay's idleTimeout, seconds" },
+    'DATABASE_URL, REDIS_URL': { help: 'the Postgres and Redis the run uses; other settings (GATEWAY_MAX_CONNECTIONS, ...) reach the gateways' },
   },
 });
 const N = Number(a.connections);

@@ -25,14 +25,26 @@ import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js
 import { getCallsReport } from '../../src/reports/calls.js';
 import { moscowToday } from '../../src/reports/period.js';
 import { getUsageReport } from '../../src/reports/usage.js';
+import { commandLine } from '../lib/cli.js';
 import { partnerId, seed } from './seed.js';
 
-const args = new Set(process.argv.slice(2));
-const num = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
-const SESSIONS = num('BENCH_SESSIONS', 200_000);
+const { values: opts, env } = commandLine('npm run bench:reports: GET /usage and GET /calls over a year of 200,000 sessions, with the query plans', {
+  keep: { type: 'boolean', help: 'keep the seeded database (lessons_bench_reports) for a rerun' },
+  reuse: { type: 'boolean', help: 'reuse a kept database (no seeding)' },
+  'no-charges': { type: 'boolean', help: 'skip the cost of a charge with and without the rollup triggers' },
+}, {
+  environment: {
+    BENCH_SESSIONS: { default: '200000', help: 'sessions of the measured partner (and of each other one)' },
+    BENCH_LESSONS: { default: '2000', help: 'lessons per partner' },
+    BENCH_SAMPLES: { default: '40', help: 'requests timed per scenario' },
+    BENCH_MAX_SECONDS: { default: '900', help: 'hard bound on the whole run' },
+  },
+});
+const args = new Set(Object.entries(opts).filter(([, on]) => on).map(([name]) => `--${name}`));
+const SESSIONS = Number(env.BENCH_SESSIONS);
 const PARTNERS = 11;
-const LESSONS = num('BENCH_LESSONS', 2_000);
-const SAMPLES = num('BENCH_SAMPLES', 40);
+const LESSONS = Number(env.BENCH_LESSONS);
+const SAMPLES = Number(env.BENCH_SAMPLES);
 const WARMUP = 3;
 const DB_NAME = 'lessons_bench_reports';
 const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/lessons';
@@ -40,7 +52,7 @@ const dbUrl = Object.assign(new URL(base), { pathname: `/${DB_NAME}` }).toString
 const adminUrl = Object.assign(new URL(base), { pathname: '/postgres' }).toString();
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 const redisPrefix = `bench:reports:${process.pid}:`;
-const stopAt = Date.now() + num('BENCH_MAX_SECONDS', 900) * 1000; // hard bound on the whole run
+const stopAt = Date.now() + Number(env.BENCH_MAX_SECONDS) * 1000; // hard bound on the whole run
 
 const bigint = { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) };
 const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });

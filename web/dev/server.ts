@@ -7,25 +7,36 @@
  *
  *   npx tsx web/dev/server.ts      PORT (gateway, default 8090), SUBJECT=math|physics|generic, MODE=full|board_only
  */
+const USAGE = `usage: npx tsx web/dev/server.ts
+The gateway (serving dist/web: run npm run build:web first) and the partner API in one process,
+with a fresh partner, a lesson, and a teacher's and a student's link printed.
+Environment:
+  PORT=8090                      gateway port
+  API_PORT=0                     partner API port (0: any free port, printed)
+  SUBJECT=math|physics|generic   the lesson's toolset (default math)
+  MODE=full|board_only           with or without the video call (default full)
+  DATABASE_URL, REDIS_URL, ...   as for npm start (docs/configuration.md)`;
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
 import { startGateway } from '../../realtime/index.js';
 import { loadConfig } from '../../src/config.js';
 import { SubjectModeSchema } from '../../src/domain/enums.js';
-import { createSql } from '../../src/db/index.js';
 import { migrate } from '../../src/db/migrate.js';
-import type { Deps } from '../../src/deps.js';
+import { createDeps } from '../../src/deps.js';
 import { createApiKey } from '../../src/domain/apiKeys.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { createLesson } from '../../src/domain/lessons.js';
 import { issueLink } from '../../src/domain/links.js';
 import { createPartner } from '../../src/domain/partners.js';
-import { systemClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
 import { startApi } from '../../src/server.js';
 
 const config = loadConfig({ ...process.env, GATEWAY_PORT: process.env.PORT ?? '8090', API_PORT: process.env.API_PORT ?? '0' });
 await migrate(config.DATABASE_URL);
-const deps: Deps = { config, sql: createSql(config.DATABASE_URL), redis: createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX), clock: systemClock, log: createLogger(config.LOG_LEVEL) };
+const deps = createDeps(config, { log: createLogger(config.LOG_LEVEL) });
 const gw = await startGateway(deps);
 const api = await startApi(deps);
 
@@ -41,4 +52,6 @@ for (const [id, name, role] of [['t', 'Anna (teacher)', 'teacher'], ['s', 'Boris
 }
 console.log(`snapshot: curl -H 'authorization: Bearer ${apiKey}' http://127.0.0.1:${api.port}/api/partner/v1/lessons/${lesson.id}/snapshot`);
 
-process.on('SIGINT', () => void Promise.all([gw.close(), api.close()]).finally(() => process.exit(0)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => void Promise.all([gw.close(), api.close()]).then(deps.close).finally(() => process.exit(0)));
+}
