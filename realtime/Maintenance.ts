@@ -147,7 +147,7 @@ export class Maintenance {
   async sweep(): Promise<void> {
     const { gw, presence, meter, sql } = this;
     const now = gw.now();
-    // Redis may have lost its state since the last heartbeat (issue 13): this node's live sockets go
+    // Redis may have lost its state since the last heartbeat: this node's live sockets go
     // back in before any rule below looks at who is present (an "empty" lesson, an orphan).
     const { alive } = await presence.heartbeat(gw.nodeId, now);
     if (!alive) await gw.reRegister();

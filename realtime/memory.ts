@@ -34,8 +34,8 @@ export const BURST_QUIET_SAMPLES = 10;
  * during a join burst (GATEWAY_SIZE_MODE_BURST_JOINS) size mode is suspended:
  * V8's own growth while the burst lasts, size mode again once it has been
  * quiet for 2 s. Size mode's next collections give the burst's room back as
- * the heap is used again (a full collection forced at that moment gave little
- * back when tried: it does not compact as size mode's own do): a held
+ * the heap is used again (a full collection forced at that moment gives little
+ * back: it does not compact as size mode's own do): a held
  * connection costs what it costs under size mode; the burst's peak is higher.
  *
  * GATEWAY_HEAP_GROWING_PERCENT (with size mode off) is a middle ground: V8's
@@ -45,7 +45,7 @@ export const BURST_QUIET_SAMPLES = 10;
  *
  * V8's flags are the process's, so this is too: applied once per process, as
  * the gateway starts listening (it needs the gateway's count of arrivals).
- * The figures of each mode: docs/benchmarks.md, issue 16.
+ * The figures of each mode: docs/configuration.md, docs/benchmarks.md.
  */
 export function applyGatewayMemoryMode(
   config: Pick<Config, 'GATEWAY_OPTIMIZE_FOR_SIZE' | 'GATEWAY_HEAP_GROWING_PERCENT' | 'GATEWAY_SIZE_MODE_BURST_JOINS'>,

@@ -16,7 +16,7 @@ export function gatewayTiming(config: Deps['config']) {
      * A silent socket is pinged once a cycle: (idle - one uWS tick) / 3 leaves a live socket two
      * answered pings of slack before uWS closes it, and at most 5 s, so a departure noticed late
      * (dated at the last sign of life + one cycle: never before the socket could have died) is
-     * over-billed by at most 5 s with the defaults (issue 13).
+     * over-billed by at most 5 s with the defaults.
      */
     keepaliveCycleMs: Math.min(5000, ((idleTimeoutS - 4) * 1000) / 3),
     leaseMs,

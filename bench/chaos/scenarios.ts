@@ -4,7 +4,7 @@ import { Cluster, freePort, PostgresServer, type Exit, type Role } from './clust
 import { World, type Lesson } from './world.js';
 
 /**
- * The fault scenarios of issue 13. Each starts its own cluster (database,
+ * The fault scenarios (docs/reliability.md). Each starts its own cluster (database,
  * redis-server, API, two gateways, dispatcher), does its fault, lets everyone
  * leave, and returns what an operator would check: truth against billed seconds,
  * events recorded against delivered, and process exits.

@@ -99,8 +99,7 @@ export function descriptorLimit(): number {
  * about 40 (Postgres pools, Redis, the listen socket, libuv, stdio), with a
  * margin for its accepts in flight. A process at its limit cannot accept: uWS
  * then retries the listen socket on every loop turn (busy) and libuv's
- * `net` accepts and drops, which the client sees as 1006 (docs/benchmarks.md,
- * issue 16).
+ * `net` accepts and drops, which the client sees as 1006.
  */
 export const SERVER_RESERVE = 100;
 /** The same for a load-generator worker (IPC, stdio, libuv). */

@@ -17,7 +17,7 @@ const { applyGatewayMemoryMode } = (await import(`${root}realtime/memory.js`)) a
 /**
  * The gateway process of the load test: src/main.ts with ROLES=gateway, except
  * that LOADTEST_FEATURES=none starts it without the lesson features (board,
- * call, chat), to measure the gateway core of issue 3 on its own.
+ * call, chat), to measure the gateway core on its own.
  */
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL);

@@ -1,6 +1,6 @@
 /**
  * For reproducing CPU starvation in one server process of the load test
- * (issue 16: sockets lost with 1006 under a noisy machine). Loaded before the
+ * (sockets lost with 1006 under a noisy machine). Loaded before the
  * entry point with LOADTEST_GATEWAY_NODE_ARGS="--import ./bench/gateway/starve.mjs"
  * and LOADTEST_STARVE=<busy ms>/<period ms>: every period, the event loop is
  * held busy for that long, as when the process gets a fraction of a core.

@@ -17,7 +17,7 @@ interface Init {
   /** `sio`: the Socket.IO wire protocol (Engine.IO v4 frames over the same WebSocket client) */
   proto: 'json' | 'sio';
   localAddresses: string[];
-  /** the WebSocket client: `lean` (leanClient.ts, the default) or `ws` (the library, as before 2026-11-27 evening) */
+  /** the WebSocket client: `lean` (leanClient.ts, the default) or `ws` (the library) */
   client: 'lean' | 'ws';
   joinRate: number;
   cursorRate: number;

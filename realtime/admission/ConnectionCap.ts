@@ -47,13 +47,13 @@ export function readProcLimits(): string | undefined {
 }
 
 /**
- * The per-node connection cap (issue 16): how many sockets this node holds, counted from the
+ * The per-node connection cap: how many sockets this node holds, counted from the
  * moment an upgrade is taken up (before the link check: an upgrade in progress holds its
  * descriptor as an open socket does) to its refusal, its abort or the socket's close. At the cap
  * an upgrade is refused at once with 503 and Retry-After, and /readyz answers 503, so the load
  * balancer sends new arrivals elsewhere. Without it a process past its descriptor limit leaves
  * connections unaccepted in the listen backlog and uWS retries the listen socket on every loop
- * turn: a busy loop, and participants see 1006 (docs/benchmarks.md, "Issue 16").
+ * turn: a busy loop, and participants see 1006.
  */
 export class ConnectionCap {
   private count = 0;

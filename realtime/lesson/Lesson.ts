@@ -98,7 +98,7 @@ export function frameType(frame: string): string {
  * One lesson on one node: the only per-lesson registry of the gateway.
  *
  * It owns the lesson's sockets here (and each person's sockets: the socket
- * cap and the cursor budget are per person, issue 14), its subscription to
+ * cap and the cursor budget are per person), its subscription to
  * the lesson's one bus channel (open while the lesson has sockets here), and
  * the state the features keep for it (`get`/`set`, e.g. the board's feed and
  * fan-out). Features address the lesson or one person through it; whatever

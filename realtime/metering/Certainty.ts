@@ -3,7 +3,7 @@ import type { ClientConnection } from '../ClientConnection.js';
 /**
  * How far this node vouches for the presence of its sockets in a lesson: the
  * periodic flush may charge a lesson only up to the earliest such time over
- * every node with people in it (realtime/presence/lua.ts TICK, issue 13).
+ * every node with people in it (realtime/presence/lua.ts TICK).
  *
  * A present socket is certainly there until one keepalive cycle after its last
  * sign of life (a live silent socket answers a ping every cycle); one that went

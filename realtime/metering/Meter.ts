@@ -24,9 +24,9 @@ const START_BATCH_MAX = 200;
 /**
  * The charges at a pause of many lessons share one transaction the same way: a
  * class leaving pauses hundreds of meters a second, and a charge alone is a
- * transaction of eight statements that locks its partner's row (a saturated
- * fleet still had them unwritten 105 s after a class left: docs/benchmarks.md,
- * 2026-11-26 evening). A charge is a watermark dated when the meter paused, so
+ * transaction of eight statements that locks its partner's row (one by one, a
+ * saturated fleet of 100,000 still had them unwritten 105 s after a class
+ * left). A charge is a watermark dated when the meter paused, so
  * the wait changes no figure; the lesson's queue waits for its batch to commit.
  */
 const PAUSE_BATCH_MS = 50;

@@ -35,8 +35,8 @@ const READ_ATTEMPTS = 5;
 
 /**
  * Runs a read; while its connection is lost under it, runs it again on another
- * (at most READ_ATTEMPTS in all). Only for work that changes nothing (issue 13:
- * a read does not answer 500 because its backend was terminated).
+ * (at most READ_ATTEMPTS in all), so a read does not answer 500 because its
+ * backend was terminated. Only for work that changes nothing.
  */
 export async function readAgainOnLoss<T>(read: () => Promise<T>, onRetry?: (err: Error) => void): Promise<T> {
   for (let attempt = 1; ; attempt++) {

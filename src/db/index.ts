@@ -11,10 +11,10 @@ export const RECONNECT_BACKOFF_MAX_S = 2;
 /**
  * postgres.js's reconnect delay after `retries` failed connections in a row:
  * its own curve (3^retries / 100 s, jittered by half), capped at 2 s instead of
- * its 20 s. With its cap, a pool that had been refused for a few seconds tried
- * again only 4-7 s after Postgres was back (a minute's outage: 10-20 s), and
- * every query of the API, the gateways' charges and the dispatcher's claims
- * waited that long. A few reconnects a second per pool while Postgres is down
+ * its 20 s. With its own cap, a pool that has been refused for a few seconds
+ * tries again only 4-7 s after Postgres is back (after a minute's outage:
+ * 10-20 s), and every query of the API, the gateways' charges and the
+ * dispatcher's claims wait that long. A few reconnects a second per pool while Postgres is down
  * cost it nothing.
  */
 export function reconnectBackoff(retries: number): number {

@@ -167,7 +167,7 @@ describe('GET and DELETE /lessons/{id}', () => {
     await endSession(sql, { sessionId: first.session.id, endedAt: new Date(t0.getTime() + 80_000), at: new Date(t0.getTime() + 400_000) });
     const second = await ensureSessionStarted(sql, { lessonId: id, at: new Date(t0.getTime() + 900_000), people: 2 });
     await recordMeteredTime(sql, { sessionId: second.session.id, cumulativeSeconds: 5, at: new Date(t0.getTime() + 905_000) });
-    // lessons.billed_seconds is no longer written (migration 012); a gateway of the release before may still add to it
+    // the column lessons.billed_seconds is not written by the charge (migration 012); a gateway of an older release may still add to it
     await sql`UPDATE lessons SET billed_seconds = 999 WHERE id = ${id}`;
     const byId = await api.request('GET', `/lessons/${id}`, { key: q.apiKey });
     const byExternal = await api.request('GET', '/lessons?external_id=billed-1', { key: q.apiKey });

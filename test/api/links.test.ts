@@ -10,7 +10,7 @@ import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 
 const clock = new ManualClock(Date.parse('2026-05-01T12:00:00Z'));
 // a database of its own: a test counts the link announcements of its database, and a file running
-// beside it in the shared one issues links too (seen: 2 announcements for 1, 2026-11-29)
+// beside it in the shared one issues links too
 const api = await startTestApi({ clock, env: { ...(await isolatedEnv()), EMBED_BASE_URL: 'https://embed.example.com/' } });
 let p: PartnerFixture;
 let lessonId: string;

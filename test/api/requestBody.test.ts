@@ -6,7 +6,7 @@ import { startApi } from '../../src/server.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 
-/** Issue 14, point 4: a client that hangs up mid-body, and strings that are not Unicode. */
+/** A client that hangs up mid-body, and strings that are not Unicode. */
 let captured = '';
 const sink = new Writable({
   write(chunk, _enc, cb) {

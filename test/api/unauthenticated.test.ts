@@ -11,7 +11,7 @@ import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 
 /**
- * Issue 14, point 3: requests without a valid key are cheap (unknown keys are
+ * Requests without a valid key are cheap (unknown keys are
  * remembered, so a repeated one costs no Postgres lookup) and limited per
  * client address (429 with Retry-After past RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE),
  * and the address is taken from X-Forwarded-For only as far as TRUST_PROXY_HOPS

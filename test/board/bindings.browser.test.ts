@@ -95,7 +95,7 @@ describe('labels and arrows attached to shapes', () => {
     // the student drags the second rectangle 150 down by its right edge
     await dragFrom(b, [800, 300], [800, 450]);
     await expect.poll(r2y, { timeout: 10_000 }).toBeGreaterThan(y0 + 100);
-    // both screens: the arrow no longer runs straight across at y 300, it goes down to the moved rectangle
+    // both screens: the arrow does not run straight across at y 300, it goes down to the moved rectangle
     const screen = async (p: Page) => ({ straight: await inkIn(p, [560, 290, 590, 310]), down: (await inkIn(p, [520, 310, 640, 440])) > 10 });
     const want = { straight: 0, down: true };
     try {
@@ -162,7 +162,7 @@ describe('labels and arrows attached to shapes', () => {
     const teacherSees = await lines(a);
     expect(teacherSees.match(/#+/g)?.length ?? 0, teacherSees).toBeGreaterThanOrEqual(1);
     expect(teacherSees.replace(/\./g, '').length, teacherSees).toBeGreaterThanOrEqual(5); // three lines of about two bands
-    // the student's screen: the same lines (before the fix: one line, cut off at both sides of the shape)
+    // the student's screen: the same lines, not one line cut off at both sides of the shape
     await expect.poll(() => lines(b), { timeout: 10_000 }).toBe(teacherSees).catch(async (err) => (await shot('arrived'), Promise.reject(err)));
     // a reload of the student's page shows it the same way
     await b.reload();

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { LAPTOP, startPageStack } from './browser.js';
 
 /**
- * The video call recovers by itself and works per tab (issue 12, point 8), in
+ * The video call recovers by itself and works per tab, in
  * Chromium with the fake camera and microphone against the real gateway.
  * Each page records the RTCPeerConnections it makes (an init script), so the
  * test can break one as a network failure would.

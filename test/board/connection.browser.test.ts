@@ -29,8 +29,8 @@ const origin = `http://127.0.0.1:${proxy.port}`;
  * How long the network is away in the first test. The suite cuts 15 s (about
  * four failed attempts, the address probed from the second); the full length
  * (`npm run test:full`, or this file alone with `npm run test:outage`) cuts a
- * minute, past the 8 attempts (about 45 s) after which the old page reloaded
- * itself.
+ * minute, well past the first 8 attempts (about 45 s), to show the page keeps
+ * retrying without reloading itself.
  */
 const OUTAGE_MS = suiteOrFull(15_000, 60_000);
 

@@ -6,10 +6,10 @@ import { ARTIFACTS, startSession } from './session.js';
 
 /**
  * A text is measured with the font it is drawn in, whatever the network does
- * after the page loaded (docs/board.md, "Fonts"). Before, Excalidraw fetched
- * its hand-drawn font only when someone first typed: with the network down at
- * that moment the text was measured in a fallback font, stored ~15 % too
- * narrow, and everyone saw it cut off ("The quick brown fox jun"), for good.
+ * after the page loaded (docs/board.md, "Fonts"). Excalidraw on its own fetches
+ * its hand-drawn font only when someone first types: with the network down at
+ * that moment the text would be measured in a fallback font, stored ~15 % too
+ * narrow, and everyone would see it cut off ("The quick brown fox jun"), for good.
  * The student reaches the gateway through a TCP proxy that the test cuts; the
  * teacher does not.
  */

@@ -2,11 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { LAPTOP, PHONE, startPageStack, type Watched } from './browser.js';
 
 /**
- * The page never leads a participant, or their entry token, off our origin
- * (issue 12, point 5): no request to another origin, no link to one in
- * anything a person can open (the main menu, the library, help), and a clean
- * console on load (Excalidraw's CDN font fallbacks used to log ~230 CSP
- * errors). Chromium against the real gateway.
+ * The page never leads a participant, or their entry token, off our origin:
+ * no request to another origin, no link to one in anything a person can open
+ * (the main menu, the library, help), and a clean console on load (Excalidraw's
+ * CDN font fallbacks would log ~230 CSP errors). Chromium against the real gateway.
  */
 const stack = await startPageStack();
 
@@ -22,7 +21,7 @@ describe('the participant page stays on its origin', () => {
   it('loads with no console error, and no request or link leaves the origin from the menu, the library or help', async () => {
     const l = await stack.lesson('board_only', 'math');
     const page = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'));
-    // every font the editor uses is loaded (they used to fall back to a CDN)
+    // every font the editor uses is loaded from the bundle (Excalidraw's fallback is a CDN)
     await page.locator('[data-testid="toolbar-text"]').click({ force: true }); // text: Excalidraw loads its text fonts
     const box = (await page.locator('[data-testid=board] canvas').last().boundingBox())!;
     await page.mouse.click(box.x + 300, box.y + 300);
@@ -105,7 +104,7 @@ async function contrast(page: Watched, selector: string): Promise<number> {
   });
 }
 
-describe('small things people notice (issue 12, point 9)', () => {
+describe('small things people notice', () => {
   it('keeps a chat line the rate limit refused in the input, and sends it once the person tries again', async () => {
     const l = await stack.lesson('board_only', 'generic');
     // the page's socket, recorded so the test can use up the connection's chat allowance

@@ -146,8 +146,8 @@ describe('the participant page in Chromium, served by the gateway', () => {
     const b = await open(student.url);
     await drawStroke(a, [350, 250], 200);
     await waitElements(b, 1);
-    // the network stays away until the checks below are done (a fixed 3 s cut ran out on a loaded
-    // machine before the stroke was drawn)
+    // the network stays away until the checks below are done (a fixed cut could run out on a
+    // loaded machine before the stroke is drawn)
     proxy.cut(60_000);
     await a.locator('[data-testid=connection]:not([data-state=open])').waitFor();
     await drawStroke(a, [350, 450], 250); // drawn while disconnected

@@ -5,10 +5,10 @@ import { drawRect, goToPage, ink, showsExactly } from './actions.js';
 import { LAPTOP, PHONE, startPageStack } from './browser.js';
 
 /**
- * The lesson on a phone (issue 12, point 7): 390 x 844 with touch, as an
- * iPhone 12-14 shows it. Before, the chat history was 8 px tall, the page
- * scrolled sideways and new formulas always landed in the middle, on top of
- * whatever was there. Screenshots: test-artifacts/phone-*.png.
+ * The lesson on a phone: 390 x 844 with touch, as an
+ * iPhone 12-14 shows it: the chat history readable, no sideways scrolling,
+ * new formulas placed where they cover nothing. Screenshots:
+ * test-artifacts/phone-*.png.
  */
 const stack = await startPageStack();
 
@@ -83,7 +83,7 @@ describe('the lesson page on a phone', () => {
   it('places each new formula where it covers nothing already on the board', async () => {
     const l = await stack.lesson('board_only', 'math');
     const page = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'), PHONE);
-    // a stroke right across the middle of the board, where formulas used to land
+    // a stroke right across the middle of the board, where a formula placed blindly would land
     const canvas = await rectOf(page, '[data-testid=board]');
     const mid = { x: canvas.x + canvas.width / 2, y: canvas.y + canvas.height / 2 };
     await page.locator('label:has([data-testid="toolbar-freedraw"])').tap(); // the icon over the radio

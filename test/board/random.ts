@@ -2,7 +2,7 @@ import type { Page } from 'playwright-core';
 import { drawRect, drawStroke, shownIds } from './actions.js';
 
 /**
- * A randomised two-person session on one board (issue 12): a teacher's and a
+ * A randomised two-person session on one board: a teacher's and a
  * student's page do random actions as a person would (draw, move, delete,
  * undo, redo, add/switch/pin pages, reload), then both screens and the
  * snapshot must hold the same elements on every page. The seed decides every

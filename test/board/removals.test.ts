@@ -13,7 +13,7 @@ import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
  * the upgrade and the page, on every node) is in gateway.test.ts.
  */
 // a database of its own: the test cuts the LISTEN connections of its database, which in the shared
-// one would include those of the file running beside it (seen: its API's start failed, 2026-11-29)
+// one would include those of the file running beside it (whose API's start would then fail)
 const env = await isolatedEnv();
 const one = fileDeps({ env });
 const two = fileDeps({ env });

@@ -9,7 +9,7 @@ import { partnerFactory } from '../helpers/factories.js';
 import { terminateBackends } from '../helpers/process.js';
 
 /**
- * Issue 13: a read whose Postgres backend is terminated under it runs once
+ * A read whose Postgres backend is terminated under it runs once
  * more on a fresh connection (src/db/errors.ts readAgainOnLoss, used by every
  * GET route and the API-key lookup) instead of answering 500.
  */

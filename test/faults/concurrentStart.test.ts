@@ -7,7 +7,7 @@ import { freePort } from '../helpers/net.js';
 import { spawnService } from '../helpers/process.js';
 
 /**
- * Issue 13, point 3: several processes starting together on a database that
+ * Several processes starting together on a database that
  * does not exist yet. Names start with the run's database name, so
  * test/globalSetup.ts drops them even if this file's afterAll never runs.
  */

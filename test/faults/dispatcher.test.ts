@@ -9,7 +9,7 @@ import { eventually } from '../helpers/wait.js';
 import { attemptsOf, deliveryOf, startWebhookStack } from '../webhooks/helpers/stack.js';
 
 /**
- * Issue 13, point 2: losing a dispatcher's lock or its connections never turns
+ * Losing a dispatcher's lock or its connections never turns
  * into a redelivery storm. Real dispatcher processes, real Postgres backends
  * terminated with pg_terminate_backend, a real loopback receiver.
  */

@@ -7,7 +7,7 @@ import { describe, expect, inject, it } from 'vitest';
 /**
  * postgres.js as installed is the patched one (patches/postgres+3.4.9.patch),
  * and the patch keeps a process alive when Postgres drops its backends at the
- * two moments where 3.4.9 otherwise ends the process (issue 13).
+ * two moments where 3.4.9 otherwise ends the process.
  */
 const root = path.resolve(import.meta.dirname, '../..');
 const patchFile = path.join(root, 'patches/postgres+3.4.9.patch');

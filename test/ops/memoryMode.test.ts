@@ -9,7 +9,7 @@ import { isolatedEnv } from '../helpers/isolation.js';
 import { spawnGateway } from '../realtime/helpers/processes.js';
 
 /**
- * GATEWAY_OPTIMIZE_FOR_SIZE (realtime/memory.ts, issue 16): a process running
+ * GATEWAY_OPTIMIZE_FOR_SIZE (realtime/memory.ts): a process running
  * the gateway tells V8 to favour memory over speed unless the setting says
  * false, and says so when it starts listening; during a join burst
  * (GATEWAY_SIZE_MODE_BURST_JOINS) size mode is suspended and comes back after

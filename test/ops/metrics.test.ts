@@ -13,7 +13,7 @@ import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 import { families, heldPost, scrape, value } from './helpers.js';
 
 /**
- * Issue 17, point 1: each role, started as a real process with METRICS_PORT, serves /metrics on
+ * Each role, started as a real process with METRICS_PORT, serves /metrics on
  * that port only; its families exist from the start and move with traffic; no label carries an
  * id, key or token.
  */

@@ -11,7 +11,7 @@ import { spawnService } from '../helpers/process.js';
 import { eventually } from '../helpers/wait.js';
 
 /**
- * Issue 17, points 3 and 4, through the fleet's real proxy config: deploy/Caddyfile, with the compose
+ * Through the fleet's real proxy config: deploy/Caddyfile, with the compose
  * host names replaced by loopback ports, in front of a real API process (TRUST_PROXY_HOPS=1) and a
  * real gateway process; the second gateway of the file points at a port where nothing listens, so
  * every arrival must still reach the live one. Needs the `caddy` binary (Debian's package); without

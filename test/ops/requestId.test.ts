@@ -6,7 +6,7 @@ import { MAX_REQUEST_ID_LENGTH } from '../../src/api/middlewares/requestId.js';
 import { makeDeps } from '../helpers/deps.js';
 
 /**
- * Issue 17, point 4: the access log's request id is the response's X-Request-Id; one from the
+ * The access log's request id is the response's X-Request-Id; one from the
  * request is taken only behind a trusted proxy (TRUST_PROXY_HOPS > 0) and only when it is short and
  * of a safe charset.
  */

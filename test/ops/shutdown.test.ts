@@ -8,7 +8,7 @@ import { eventually } from '../helpers/wait.js';
 import { attemptsOf, deliveryOf, startWebhookStack } from '../webhooks/helpers/stack.js';
 
 /**
- * Issue 17, point 2, for the API and the dispatcher, with real processes and SIGTERM: the API stops
+ * For the API and the dispatcher, with real processes and SIGTERM: the API stops
  * accepting, finishes what is in flight (bounded by SHUTDOWN_TIMEOUT_SECONDS) and exits 0; the
  * dispatcher records the attempts it has in flight, claims nothing new, and exits 0.
  */

@@ -7,7 +7,7 @@ import { startTestGateway } from './helpers/gateway.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 
 /**
- * Issue 13 point 4, presence side: a dead node's people are billed until its
+ * A dead node's people are billed until its
  * next lease renewal was due (it was alive at the last one), not until its
  * lease expired or another node noticed, even though the surviving node keeps
  * flushing the lesson meanwhile. Two in-process gateways on one ManualClock;

@@ -13,7 +13,7 @@ import { spawnGateway } from './helpers/processes.js';
 import { DRAIN_PACE_MS } from '../../realtime/Gateway.js';
 
 /**
- * Issue 17, point 2: a gateway's SIGTERM drains it. Two real gateway processes on one database and
+ * A gateway's SIGTERM drains it. Two real gateway processes on one database and
  * one Redis; the test plays the proxy (a socket closed with 1012 reconnects at once to the node
  * that still accepts, as web/src/net/connection.ts does behind the proxy).
  */

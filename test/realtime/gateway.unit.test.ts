@@ -196,7 +196,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     expect(events.filter((e) => e.startsWith('closed'))).toEqual(['closed Bob left', 'closed Ann left']);
   });
 
-  it('charges a flush no further than a departure Redis has not heard yet (issue 13: a watermark cannot be taken back)', async () => {
+  it('charges a flush no further than a departure Redis has not heard yet (a watermark cannot be taken back)', async () => {
     const { gw, open } = await newGateway('unit-g');
     const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
     const a = open(ann);
@@ -280,13 +280,13 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await gw.close();
   });
 
-  it("reads the features' welcome while presence registers the arrival, not before it (issue 16: one round trip less per join)", async () => {
+  it("reads the features' welcome while presence registers the arrival, not before it (one round trip less per join)", async () => {
     let lessonId = '';
     const seen: number[] = [];
     const slowWelcome: GatewayFeature = {
       name: 'slow-welcome',
-      // resolves once presence counts the arrival (or gives up after 2 s): before issue 16 point 3
-      // presence waited for the welcome, so this saw a count of 0 and the join took the 2 s
+      // resolves once presence counts the arrival (or gives up after 2 s): were presence to wait
+      // for the welcome, this would see a count of 0 and the join would take the 2 s
       welcome: async () => {
         for (let i = 0; i < 200; i++) {
           const { count } = await presence.people(lessonId);
@@ -309,7 +309,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await gw.close();
   });
 
-  it("welcomes a lesson's first arrival before its board's seq is read; the page's board.sync waits for it, and no operation committed meanwhile is lost (issue 16 point 3)", async () => {
+  it("welcomes a lesson's first arrival before its board's seq is read; the page's board.sync waits for it, and no operation committed meanwhile is lost", async () => {
     // node A's read of the board's seq is held until released; node B reads normally
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -319,7 +319,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     const n2 = await newGateway('unit-board-b', [boardFeature(deps, new BoardService(deps, { previewDebounceMs: 60_000 }))]);
     const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
     const a = n1.open(ann);
-    // before this change the lesson's opening waited for the read: no welcome until the release
+    // the welcome does not wait for the board's seq read (held back here until the release)
     await vi.waitUntil(() => a.of('welcome').length === 1, { timeout: 5000 });
     const b = n2.open(bob);
     await n2.gw.idle();
@@ -382,7 +382,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await Promise.all([n1.gw.close(), n2.gw.close()]);
   });
 
-  it('replays to an arrival the presence events that passed while Redis answered its registration, and keeps no frames once nobody is arriving (issue 16: memory per connection)', async () => {
+  it('replays to an arrival the presence events that passed while Redis answered its registration, and keeps no frames once nobody is arriving (memory per connection)', async () => {
     // node 1's presence answers Cid's registration only when the test says so (Redis has decided it already)
     const { gw: n1, open: openOn1, registered: cidRegistered, answer } = await nodeHoldingRegistrationOf('Cid', 'unit-r1');
     const n2 = await newGateway('unit-r2');

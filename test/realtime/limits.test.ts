@@ -97,10 +97,10 @@ describe('idle timeout', () => {
     let pings = 0;
     silent.ws.on('ping', () => pings++);
     await gw.settle();
-    // the gateway's clock moves on while the silent client says nothing (issue 13: departures dated at the last sign of life)
+    // the gateway's clock moves on while the silent client says nothing (departures dated at the last sign of life)
     clock.advance(8_000);
     // a flush before the silence is noticed charges no further than the silent client's last sign of
-    // life + one keepalive cycle (issue 13: a watermark charged past it could not be taken back)
+    // life + one keepalive cycle (a watermark charged past it cannot be taken back)
     await gw.maintenance.guard('heartbeat', () => gw.maintenance.heartbeat());
     await gw.maintenance.guard('flush', () => gw.maintenance.flush());
     expect((await lessonRow(gw.deps.sql, f.lesson.id)).billed_seconds).toBeLessThanOrEqual(2);
@@ -108,7 +108,7 @@ describe('idle timeout', () => {
     await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 12_000);
     const elapsed = (Date.now() - t0) / 1000;
     expect(elapsed).toBeLessThanOrEqual(8.5);
-    // one ping per keepalive cycle ((8 s - 4 s) / 3), not one per 50 ms tick (issue 13: ~10 a second)
+    // one ping per keepalive cycle ((8 s - 4 s) / 3), not one per 50 ms tick (~10 a second)
     expect(pings).toBeLessThanOrEqual(Math.ceil(elapsed / ((8 - 4) / 3)) + 1);
     // uWS checks idle sockets on 4 s ticks, so the close may come up to one tick before the
     // configured timeout; the rule is the upper bound, and the answering watcher stays connected.

@@ -10,7 +10,7 @@ import { isolatedEnv } from '../helpers/isolation.js';
 import { spawnGateway } from './helpers/processes.js';
 
 /**
- * Issue 14, point 2, against real gateway processes (src/main.ts,
+ * Against real gateway processes (src/main.ts,
  * ROLES=gateway, default limits): one student link opening many sockets at
  * the per-socket message limit, and one person's sockets on two nodes.
  * The attack is bounded (40 sockets, 3 s) so the test stays cheap;

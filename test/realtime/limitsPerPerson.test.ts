@@ -6,7 +6,7 @@ import { lessonWithLinks } from './helpers/fixtures.js';
 import { startTestGateway } from './helpers/gateway.js';
 
 /**
- * Issue 14, point 2: limits per person, not per socket, on one gateway node
+ * Limits per person, not per socket, on one gateway node
  * (the same rules across nodes and under attack: limitsAttack.test.ts).
  * The clock is manual: nothing refills while a test sends.
  */

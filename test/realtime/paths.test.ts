@@ -6,9 +6,8 @@ import { lessonWithLinks } from './helpers/fixtures.js';
 
 /**
  * Every path of the gateway answers with a status (docs/protocol.md, "HTTP
- * paths"): before, `/`, `/embed`, unknown paths and every HEAD got no answer
- * at all (uWS drops a request no route takes), and an upgrade without
- * Sec-WebSocket-Key was dropped too. The real gateway with the built page.
+ * paths"), `/`, `/embed`, unknown paths and every HEAD included (uWS drops a
+ * request no route takes), and an upgrade without Sec-WebSocket-Key. The real gateway with the built page.
  */
 const gw = await startTestGateway({ env: { WEB_DIR: builtWeb() } });
 
@@ -24,8 +23,8 @@ interface Raw {
  * One request written by hand on a fresh socket; resolves the parsed answer (never a dropped
  * connection) once it is whole (its headers, and its Content-Length of body unless HEAD; an
  * upgrade's first frame), after a further 100 ms that would show the socket closed; rejects
- * when no whole answer came in 5 s. (It used to read whatever had come after a fixed 300 ms:
- * a 1.5 MB asset served while the machine was busy had not.)
+ * when no whole answer came in 5 s (a 1.5 MB asset served while the machine is busy can take
+ * far longer than a fixed wait).
  */
 function raw(method: string, path: string, headers = ''): Promise<Raw> {
   return new Promise((resolve, reject) => {

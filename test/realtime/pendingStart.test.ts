@@ -12,16 +12,13 @@ import { startTestGateway } from './helpers/gateway.js';
 /**
  * A session start Redis decided but the node could not write (Postgres away
  * for longer than the meter's retries, 7.6 s). Redis keeps the start pending
- * and retries it in the ticks of the nodes that serve the lesson; before, if
- * everyone had left meanwhile no node served it, so the start was never made:
- * the seconds of two people together were lost, and people coming back hours
- * later resumed that old start, one session dated hours back across the gap.
- * Now the node keeps ticking the lessons whose start it failed
- * (Meter.unstarted) until their session is made, and a deletion keeps a start
- * pending since before it, so the time before the deletion is billed
- * (docs/metering.md, "Postgres unavailable"). That list was the node's own, so
- * a node that died with such a start took the retry with it; the start is now
- * listed in Redis too and every node ticks the list. A second in-process
+ * and retries it in the ticks of the nodes that serve the lesson. If everyone
+ * left meanwhile no node serves it, so the node keeps ticking the lessons whose
+ * start it failed (Meter.unstarted) until their session is made, and a
+ * deletion keeps a start pending since before it, so the time before the
+ * deletion is billed (docs/metering.md, "Postgres unavailable"). So that a node
+ * that dies with such a start takes no retry with it, the start is also listed
+ * in Redis and every node ticks the list. A second in-process
  * gateway (`other`) on the same clock stands for the node that takes over;
  * "dead" is a node whose maintenance no longer runs (as in ./deadNode.test.ts).
  */
@@ -118,7 +115,7 @@ describe('a session start that failed while Postgres was away', () => {
 
   it('is made by another node when the node that gave it up died, everyone gone: the seconds billed', async () => {
     // gw dies once everyone left: its maintenance, which would retry the start, never runs again;
-    // the other node never served the lesson (before, nothing was billed)
+    // the other node never served the lesson
     await madeByAfterEmpty(other);
   }, 60_000);
 });

@@ -9,7 +9,7 @@ import { eventually } from '../helpers/wait.js';
 import { spawnRedis } from './helpers/processes.js';
 
 /**
- * Issue 13 point 3: a Redis outage of any length loses no billing for people
+ * A Redis outage of any length loses no billing for people
  * who stayed connected to a live gateway, starts no second session, sends no
  * second lesson.started, makes no zero-length session. A redis-server of our
  * own is killed and started again (empty); two in-process gateways share a

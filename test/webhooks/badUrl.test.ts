@@ -5,8 +5,8 @@ import { startWebhookStack } from './helpers/stack.js';
 
 /**
  * PUT /webhook's bad_url says which rule failed and never what a name
- * resolves to (issue 14: "127.0.0.1 is not a public address" was an oracle
- * for mapping the network).
+ * resolves to (naming the address, "127.0.0.1 is not a public address",
+ * would be an oracle for mapping the network).
  */
 const DNS: Record<string, string[]> = {
   'intranet.example': ['10.20.30.40'],
