@@ -8,7 +8,8 @@ import { isolatedEnv } from '../helpers/isolation.js';
  * Every command the README and docs/development.md give a newcomer answers:
  * a program with options prints them on `--help`, the others start or do
  * their work once. A command that needs minutes (the build, the whole suite,
- * docker compose) is run by another test named in COVERED_ELSEWHERE.
+ * docker compose) or runs elsewhere is named with the test that runs it
+ * (COVERED_ELSEWHERE, OTHER_COMMANDS).
  */
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -61,6 +62,16 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   prestart: 'npm start',
 };
 
+/** The other commands the docs give (`npx tsx <file>`, docker compose), and what runs them. */
+const OTHER_COMMANDS: Record<string, string> = {
+  'web/dev/server.ts': 'started here',
+  'src/configDoc.ts': 'run here without --write (it exits 1 when docs/configuration.md is stale)',
+  'realtime/protocol/describe.ts': 'test/realtime/protocolDoc.test.ts compares docs/protocol.md with what --write writes',
+  'clients/ts/examples/integration.ts': 'test/api/client.test.ts runs it against the service',
+  'bench/gateway/heapSummary.ts': 'run here with --help',
+  'docker compose': 'test/ops/compose.test.ts validates docker-compose.yml; test/ops/proxy.test.ts runs its proxy',
+};
+
 const packageScripts = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> }).scripts;
 const scripts = Object.keys(packageScripts);
 
@@ -83,7 +94,15 @@ describe('the documented commands', () => {
     const docs = ['README.md', 'docs/development.md', 'docs/testing.md', 'docs/operations.md'].map((f) => readFileSync(`${ROOT}${f}`, 'utf8')).join('\n');
     const named = new Set([...docs.matchAll(/npm run (?:--silent )?([a-z][\w:]*[a-z])(?![\w:*])/g)].map((m) => m[1]));
     for (const s of named) expect(scripts, `the docs name npm run ${s}`).toContain(s);
+    const others = [...docs.matchAll(/npx tsx (\S+\.ts)/g)].map((m) => m[1]);
+    if (docs.includes('docker compose')) others.push('docker compose');
+    for (const c of others) expect(OTHER_COMMANDS, `the docs give ${c} and nothing runs it`).toHaveProperty([c]);
   });
+
+  it('finds docs/configuration.md up to date, as its generator run without --write says', async () => {
+    const r = await run(process.execPath, ['--import', 'tsx', 'src/configDoc.ts']);
+    expect(r.code, r.out).toBe(0);
+  }, 60_000);
 
   it('answers --help with its options, exit code 0', async () => {
     // the script's own program under node, as npm would start it (npm itself adds seconds on a loaded machine)
@@ -106,7 +125,8 @@ describe('the documented commands', () => {
       // the admin CLI answers with its usage on stderr and exit code 2 (src/cli/admin.ts)
       if (name !== 'npm run admin') expect(r.code, `${name}:\n${r.out}`).toBe(0);
     });
-  }, 120_000);
+    // about 2 s a program on a quiet machine; the bound is for a machine shared by many test runs
+  }, 300_000);
 
   it('migrate applies the migrations to an empty database and exits 0', async () => {
     const env = await isolatedEnv();

@@ -3,7 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 /**
  * Receiver-side check of `X-Whiteboard-Signature` (for partners, and for our
  * own tests). Self-contained on purpose: it imports nothing from the service,
- * so it can be copied into a receiver as is (the README shows one).
+ * so it can be copied into a receiver as is (docs/webhooks.md shows one).
  *
  *   const r = verifyWebhookSignature(rawBody, req.headers['x-whiteboard-signature'], secret);
  *   if (!r.ok) -> answer 400
