@@ -70,7 +70,7 @@ export const ConfigSchema = z.object({
   GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0)
     .describe('open or upgrading sockets this node holds; past it an upgrade gets 503 `unavailable` with `Retry-After: 2` before its link is checked, and `/readyz` answers 503 `{"ready":false,"full":true}`. 0: the soft descriptor limit (`ulimit -n`) less both Postgres pools and a reserve of 64; 10,000 where it cannot be read (realtime/admission/ConnectionCap.ts). Logged at start and exported as `lessons_gateway_connection_cap`'),
   GATEWAY_OPTIMIZE_FOR_SIZE: flag('true')
-    .describe('a process running the gateway tells V8 to favour memory over speed (`--optimize-for-size`, realtime/memory.ts): about 1 KB of RSS per held connection instead of 8-9 KB, for some CPU and join latency (docs/benchmarks.md). Logged at start'),
+    .describe('a process running the gateway tells V8 to favour memory over speed (`--optimize-for-size`, realtime/memory.ts): a held connection keeps several KB less RSS than with V8\'s defaults, for some CPU and join latency (docs/benchmarks.md). Logged at start'),
   GATEWAY_HEAP_GROWING_PERCENT: z.coerce.number().int().min(10).max(100).optional()
     .describe('with `GATEWAY_OPTIMIZE_FOR_SIZE=false` only (refused otherwise): V8 grows the old generation by at most this percent after a full collection (`--heap-growing-percent`), a middle ground between V8\'s defaults and size mode in memory and idle CPU. Unset: V8\'s own'),
   GATEWAY_SIZE_MODE_BURST_JOINS: z.coerce.number().int().min(0).optional()
