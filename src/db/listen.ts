@@ -10,8 +10,8 @@ import type { Sql } from './index.js';
  * listens again on a new one and calls `onlisten` (every listener here treats
  * that as "notifications may have been missed": it drops or reloads what they
  * keep fresh). The first LISTEN, though, is a statement like any other and
- * fails with its connection, and a start that awaited it ended the process
- * (a dispatcher starting while its backends were terminated, seen in
+ * fails with its connection, and a start that awaited it would end the process
+ * (a dispatcher starting while its backends are terminated:
  * test/faults/readiness.test.ts). It is retried here (retryWhileConnectionLost).
  *
  * A failed attempt's listener is not gone: postgres.js's own re-listen on the
