@@ -48,7 +48,7 @@ const SERVER: Record<ServerMessageType, string> = {
   error: 'A frame was refused; the connection stays open (close codes say what closes it). Codes below.',
   'board.state': 'Answer to `board.sync`. `full: true`: replace everything with `elements`; `full: false`: `elements` changed and `deleted_ids` were deleted after `since`. `optional_fields`: the optional element fields this node keeps (`vertical_align`, `edges`); send it no other of them (a node older than a field refuses an element carrying it).',
   'board.ops': 'Operations committed by others, in sequence order, whichever node committed them.',
-  'board.ack': 'My operation is durable at `seq` (null: nothing was left to apply); `skipped`: its elements that lost to a newer version.',
+  'board.ack': 'My operation is durable at `seq` (null: nothing was left to apply); `skipped`: its elements that lost to a newer version; `restamped`: a teacher\'s writes stored one above the stored version, with these stamps (docs/board.md, "Who keeps the board").',
   'board.reject': 'My operation was refused and changed nothing (codes: "Board" above).',
   'board.stroke': 'Someone\'s stroke in progress, as they sent it, with `by` (their person id, from the link).',
   'board.resync': 'The gateway lost part of the relay: send `board.sync` with your seq.',

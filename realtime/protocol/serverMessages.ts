@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BOARD_ERROR_CODES } from '../../src/board/errors.js';
-import { ElementSchema, IdSchema, PageSchema } from '../../src/board/schema.js';
+import { ElementSchema, IdSchema, PageSchema, TombstoneSchema } from '../../src/board/schema.js';
 import { LessonModeSchema, RoleSchema, SubjectModeSchema } from '../../src/domain/enums.js';
 import { CALL_ID, IceCandidateSchema, PersonIdSchema, strokeFields } from './clientMessages.js';
 import { ErrorMessage, errorFrame, type ErrorCode } from './errors.js';
@@ -104,7 +104,14 @@ export const ServerMessages = {
     optional_fields: z.array(z.string()),
   }),
   'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
-  'board.ack': z.object({ type: z.literal('board.ack'), ref: z.string(), seq: z.number().int().positive().nullable(), skipped: z.array(IdSchema).optional() }),
+  'board.ack': z.object({
+    type: z.literal('board.ack'),
+    ref: z.string(),
+    seq: z.number().int().positive().nullable(),
+    skipped: z.array(IdSchema).optional(),
+    /** a teacher's writes the server stamped one above the stored version: the sender's operation was applied with these stamps */
+    restamped: z.array(TombstoneSchema).optional(),
+  }),
   'board.reject': z.object({ type: z.literal('board.reject'), ref: z.string(), code: z.enum(BOARD_ERROR_CODES), message: z.string() }),
   'board.stroke': z.object({ type: z.literal('board.stroke'), by: PersonIdSchema, ...strokeFields }),
   'board.resync': z.object({ type: z.literal('board.resync'), seq: z.number().int().min(0) }),
