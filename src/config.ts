@@ -75,6 +75,13 @@ export const ConfigSchema = z.object({
   WEBHOOK_SECRET_KEYS: csv
     .pipe(z.array(z.string().refine((k) => Buffer.from(k, 'base64').length === 32, 'each key must be 32 bytes, base64')))
     .default([]),
+  /**
+   * Where a process that must seal (API, dispatcher) keeps the key it generates when
+   * WEBHOOK_SECRET_KEYS is empty and NODE_ENV is not production (src/webhooks/keys.ts)
+   */
+  SECRET_KEYS_FILE: z.string().min(1).default('.local/secret-keys'),
+  /** `production` (the Docker image): WEBHOOK_SECRET_KEYS must be given to the API and the dispatcher */
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
   WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
