@@ -115,7 +115,8 @@ export const ConfigSchema = z.object({
   // TURN REST credentials (coturn use-auth-secret): per participant, docs/board.md "Video call"
   TURN_URLS: csv.pipe(z.array(z.string().regex(/^turns?:/, 'each URL must start with turn: or turns:'))).default([]),
   TURN_SECRET: z.string().min(16, 'at least 16 characters').optional(),
-  TURN_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(43_200),
+  /** lifetime of a participant's TURN credentials; renewed over the socket at half of it while they are in the lesson */
+  TURN_TTL_SECONDS: z.coerce.number().int().min(2).max(86_400).default(600),
   // Operations (docs/operations.md)
   /** port of this process's Prometheus /metrics (and /healthz, /readyz) listener on HOST; unset: no listener */
   METRICS_PORT: port.optional(),

@@ -57,6 +57,7 @@ const SERVER: Record<ServerMessageType, string> = {
   'rtc.offer': 'WebRTC offer from `from`\'s connection `from_conn`; drop it when `to_conn` is not your `call_id`.',
   'rtc.answer': 'WebRTC answer, as `rtc.offer`.',
   'rtc.ice': 'An ICE candidate, as `rtc.offer`.',
+  'call.ice_servers': 'Fresh ICE servers with new TURN credentials, every `TURN_TTL_SECONDS` / 2 while this connection is in a full lesson (the old ones expire): use them for new connections and ICE restarts.',
   'rtc.bye': 'The connection `from_conn` closed (also while its person stays in another tab): its tile goes.',
   'media.state': 'Someone\'s camera/microphone as the gateway holds it; `v` grows with every change of that person (ignore a smaller one).',
   muted: 'The teacher turned my camera/microphone off and blocked it (`by`: the teacher\'s name).',
