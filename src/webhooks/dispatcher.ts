@@ -270,8 +270,8 @@ export class Dispatcher {
     this.flushing = (async () => {
       let retry = false;
       try {
-        // one partner's result that Postgres refuses for good (bad data) is dropped alone, logged with its
-        // event: its claim expires and the delivery is sent again; the other results are written
+        // one partner's result that Postgres refuses for good (bad data) is left out alone, logged with
+        // its event; the other results are written
         await writeSplitting(
           batch,
           async (group) => {
@@ -286,8 +286,8 @@ export class Dispatcher {
               this.log.error({ err: errText(err), results: group.length }, 'writing delivery results failed; retrying');
               return;
             }
-            for (const r of group) this.held.delete(r.event_id);
-            this.log.error({ err: errText(err), event_id: group[0].event_id }, 'writing a delivery result failed for good; the delivery is sent again when its claim expires');
+            // kept claimed (held) and not retried: taken back, it would be sent again and fail again, for ever
+            this.log.error({ err: errText(err), event_id: group[0].event_id }, 'writing a delivery result failed for good; the delivery stays claimed by this dispatcher');
           },
         );
         if (retry) await new Promise((r) => setTimeout(r, 1000));
