@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MAX_VERSION } from '../../src/board/schema.js';
 import { gatewayMetrics } from '../../src/metrics/gateway.js';
 import { suiteOrFull } from '../helpers/length.js';
@@ -15,6 +15,8 @@ import { rect } from './factories.js';
  * would) is refused alone, while the other lessons committed in the same
  * transactions are all acknowledged. Real gateway, sockets, Postgres.
  */
+// closing the gateway renders the previews of every lesson the scenario drew on (BoardService.close)
+vi.setConfig({ hookTimeout: 180_000 });
 const registry = new Registry();
 const gw = await startTestGateway({ env: { BOARD_PREVIEW_DEBOUNCE_MS: '60000' }, options: { metrics: gatewayMetrics(registry) } });
 const sql = gw.deps.sql;
