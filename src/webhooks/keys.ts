@@ -20,7 +20,7 @@ export function sealingKeys(config: Pick<Config, 'WEBHOOK_SECRET_KEYS' | 'NODE_E
   if (config.WEBHOOK_SECRET_KEYS.length > 0) return config.WEBHOOK_SECRET_KEYS;
   if (config.NODE_ENV === 'production') {
     throw new ConfigError(
-      'WEBHOOK_SECRET_KEYS is not set: with NODE_ENV=production every process that stores webhook secrets or idempotent replies must be given the keys that seal them (generate one with `openssl rand -base64 32`; README, "Secrets")',
+      'WEBHOOK_SECRET_KEYS is not set: with NODE_ENV=production every process that stores webhook secrets or idempotent replies must be given the keys that seal them (generate one with `openssl rand -base64 32`; README, "Configuration": WEBHOOK_SECRET_KEYS)',
     );
   }
   const file = path.resolve(config.SECRET_KEYS_FILE);
