@@ -60,6 +60,7 @@ const noMetrics: GatewayMetrics = {
   call() {},
   upgradeRefused() {},
   connectionCap() {},
+  boardCommitFailed() {},
 };
 
 /**

@@ -104,7 +104,11 @@ export const ConfigSchema = z.object({
   WEBHOOK_SECRET_KEYS: csv
     .pipe(z.array(z.string().refine((k) => Buffer.from(k, 'base64').length === 32, 'each key must be 32 bytes, base64')))
     .default([])
-    .describe('comma-separated base64 AES-256 keys (32 bytes, e.g. `openssl rand -base64 32`) sealing webhook secrets at rest; the first seals, all open (put a new key first to rotate). Empty: secrets are stored as is and a warning is logged'),
+    .describe('comma-separated base64 AES-256 keys (32 bytes, e.g. `openssl rand -base64 32`) sealing webhook secrets and stored idempotent replies at rest; the first seals, all open (put a new key first to rotate). Empty: with `NODE_ENV=production` the API and the dispatcher do not start; otherwise they use the key in `SECRET_KEYS_FILE`, generated once'),
+  SECRET_KEYS_FILE: z.string().min(1).default('.local/secret-keys')
+    .describe('where a laptop\'s API or dispatcher keeps the sealing key it generates when `WEBHOOK_SECRET_KEYS` is empty (gitignored, mode 0600; the log names the file, never the key)'),
+  NODE_ENV: z.string().default('development')
+    .describe('`production` (the Docker image): `WEBHOOK_SECRET_KEYS` must be given to the API and the dispatcher'),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000)
     .meta({ description: 'the dispatcher\'s poll: the backstop to LISTEN/NOTIFY and the clock for retries coming due', tests: 'Tests shorten it.' }),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256)
@@ -154,8 +158,8 @@ export const ConfigSchema = z.object({
     .describe('TURN server URLs, comma-separated (`turn:`, `turns:`): with `TURN_SECRET`, each participant\'s `welcome` carries TURN credentials of their own (coturn `use-auth-secret`; docs/board.md, "Video call")'),
   TURN_SECRET: z.string().min(16, 'at least 16 characters').optional()
     .describe('the TURN server\'s shared secret (coturn `static-auth-secret`); set with `TURN_URLS` or not at all. Never logged'),
-  TURN_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(43_200)
-    .describe('a participant\'s TURN credentials expire with their link, and at most this long after they joined'),
+  TURN_TTL_SECONDS: z.coerce.number().int().min(2).max(86_400).default(600)
+    .describe('lifetime of a participant\'s TURN credentials (never past their link\'s expiry); fresh ones are sent over the socket at half of it while the person is in the lesson, so a removed person\'s stop working within it'),
   // Operations (docs/operations.md)
   METRICS_PORT: port.optional()
     .describe('port of this process\'s Prometheus listener on `HOST`: `/metrics`, `/healthz`, `/readyz` (never the API or gateway port; keep it off the public network). Unset: no listener'),

@@ -2,6 +2,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { createDeps } from './deps.js';
 import { createLogger } from './logger.js';
+import { sealingKeys } from './webhooks/keys.js';
 import { startApi } from './server.js';
 import { startGateway } from '../realtime/index.js';
 import { applyGatewayMemoryMode } from '../realtime/memory.js';
@@ -27,6 +28,16 @@ try {
 }
 
 const log = createLogger(config.LOG_LEVEL);
+// A process that stores webhook secrets or idempotent replies seals them: it does not start without keys.
+if (config.ROLES.includes('api') || config.ROLES.includes('dispatcher')) {
+  try {
+    config = { ...config, WEBHOOK_SECRET_KEYS: sealingKeys(config, log.child({ component: 'secrets' })) };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
+}
 // An uncaught exception or unhandled rejection still ends the process (Node's
 // default, exit code 1: a supervisor restarts it); this only puts it in the log first.
 process.on('uncaughtExceptionMonitor', (err, origin) => log.fatal({ err, origin }, 'fatal: the process exits'));

@@ -1,3 +1,4 @@
+import type { GatewayMetrics } from '../../src/metrics/gateway.js';
 import type { Deps } from '../../src/deps.js';
 import type { ResolvedLink } from '../../src/domain/links.js';
 import type { Refusal } from '../admission/Admission.js';
@@ -37,6 +38,8 @@ export interface GatewayApi {
   readonly presence: Presence;
   /** deps.clock in ms */
   now(): number;
+  /** the gateway's Prometheus families (a no-op set when metrics are off) */
+  readonly metrics: GatewayMetrics;
 }
 
 export interface FeatureContext {

@@ -6,6 +6,7 @@ import { endSession, ensureSessionsStarted, finishSession, type SessionStartInpu
 import { Batcher } from '../../src/lib/Batcher.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../../src/lib/retry.js';
+import { causedByInput, writeSplitting } from '../../src/db/errors.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
 import { METERED_PEOPLE } from '../../src/metering/rules.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
@@ -170,13 +171,18 @@ export class Meter {
     }
     // one transaction for every lesson this node flushes (src/metering/charge.ts)
     for (let i = 0; i < items.length; i += FLUSH_BATCH) {
-      const batch = items.slice(i, i + FLUSH_BATCH);
-      try {
-        await withRetry(() => recordMeteredTimeBatch(this.deps.sql, batch), [100, 500]);
-        for (const it of batch) this.charged.set(it.sessionId, Math.max(it.cumulativeSeconds, this.charged.get(it.sessionId) ?? 0));
-      } catch (err) {
-        this.log.error({ err, sessions: batch.length }, 'flush charge failed');
-      }
+      // a session whose charge fails for good (bad data) is left out alone; the others are charged
+      await writeSplitting(
+        items.slice(i, i + FLUSH_BATCH),
+        async (batch) => {
+          await withRetry(() => recordMeteredTimeBatch(this.deps.sql, batch), [100, 500]);
+          for (const it of batch) this.charged.set(it.sessionId, Math.max(it.cumulativeSeconds, this.charged.get(it.sessionId) ?? 0));
+        },
+        (batch, err) => {
+          const who = batch.length === 1 ? { session_id: batch[0].sessionId } : { sessions: batch.length };
+          this.log.error({ err, ...who, cause: causedByInput(err) ? 'session' : 'transient' }, 'flush charge failed');
+        },
+      );
     }
     // The snapshot is the lesson's heartbeat for the orphan sweeper: rewrite it
     // when the meter moved, and otherwise often enough to stay fresh.
@@ -186,12 +192,14 @@ export class Meter {
         return !last || last.seq !== r.meter!.seq || now - last.at >= this.heartbeatMs;
       })
       .map((r) => toSnapshot(r.lessonId, r.meter!, r.count, now));
-    try {
-      await saveMeterSnapshots(this.deps.sql, snaps);
-      for (const sn of snaps) this.snapshotted.set(sn.lessonId, { seq: sn.seq, at: now });
-    } catch (err) {
-      this.log.error({ err }, 'meter snapshot failed');
-    }
+    await writeSplitting(
+      snaps,
+      async (group) => {
+        await saveMeterSnapshots(this.deps.sql, group);
+        for (const sn of group) this.snapshotted.set(sn.lessonId, { seq: sn.seq, at: now });
+      },
+      (group, err) => this.log.error({ err, ...(group.length === 1 ? { lesson_id: group[0].lessonId } : { lessons: group.length }) }, 'meter snapshot failed'),
+    );
   }
 
   /** Lessons this node no longer serves need no heartbeat bookkeeping. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BOARD_ERROR_CODES } from '../../src/board/errors.js';
-import { ElementSchema, IdSchema, PageSchema } from '../../src/board/schema.js';
+import { ElementSchema, IdSchema, PageSchema, TombstoneSchema } from '../../src/board/schema.js';
 import { LessonModeSchema, RoleSchema, SubjectModeSchema } from '../../src/domain/enums.js';
 import { CALL_ID, IceCandidateSchema, PersonIdSchema, strokeFields } from './clientMessages.js';
 import { ErrorMessage, errorFrame, type ErrorCode } from './errors.js';
@@ -43,6 +43,9 @@ const ChatMessage = z.object({
 /** Signals carry the sender's person and connection (call id), and `to_conn` as sent. */
 const fromConn = { from: PersonIdSchema, from_conn: z.string().regex(CALL_ID), to_conn: z.string().regex(CALL_ID).optional() };
 
+/** ICE servers for the call (RTCIceServer), TURN credentials included when configured */
+const IceServers = z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() }));
+
 export const WelcomeMessage = z.object({
   type: z.literal('welcome'),
   protocol: z.literal(1),
@@ -62,7 +65,7 @@ export const WelcomeMessage = z.object({
   /** the last chat lines, oldest first (chat) */
   chat: z.array(ChatMessage).optional(),
   /** ICE servers for the call, with this participant's TURN credentials when configured (full lessons) */
-  ice_servers: z.array(z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() })).optional(),
+  ice_servers: IceServers.optional(),
   /** everyone's camera/microphone state by person id (full lessons) */
   media: z.record(z.string(), MediaStateFields).optional(),
   /** this connection's public id in the call; signals name it in `to_conn` (full lessons) */
@@ -104,7 +107,14 @@ export const ServerMessages = {
     optional_fields: z.array(z.string()),
   }),
   'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
-  'board.ack': z.object({ type: z.literal('board.ack'), ref: z.string(), seq: z.number().int().positive().nullable(), skipped: z.array(IdSchema).optional() }),
+  'board.ack': z.object({
+    type: z.literal('board.ack'),
+    ref: z.string(),
+    seq: z.number().int().positive().nullable(),
+    skipped: z.array(IdSchema).optional(),
+    /** a teacher's writes the server stamped one above the stored version: the sender's operation was applied with these stamps */
+    restamped: z.array(TombstoneSchema).optional(),
+  }),
   'board.reject': z.object({ type: z.literal('board.reject'), ref: z.string(), code: z.enum(BOARD_ERROR_CODES), message: z.string() }),
   'board.stroke': z.object({ type: z.literal('board.stroke'), by: PersonIdSchema, ...strokeFields }),
   'board.resync': z.object({ type: z.literal('board.resync'), seq: z.number().int().min(0) }),
@@ -115,6 +125,8 @@ export const ServerMessages = {
   'rtc.offer': z.object({ type: z.literal('rtc.offer'), ...fromConn, sdp: z.string() }),
   'rtc.answer': z.object({ type: z.literal('rtc.answer'), ...fromConn, sdp: z.string() }),
   'rtc.ice': z.object({ type: z.literal('rtc.ice'), ...fromConn, candidate: IceCandidateSchema }),
+  /** fresh TURN credentials, sent every TURN_TTL_SECONDS / 2 while the connection is in the lesson: use them for new connections and ICE restarts */
+  'call.ice_servers': z.object({ type: z.literal('call.ice_servers'), ice_servers: IceServers }),
   'rtc.bye': z.object({ type: z.literal('rtc.bye'), from: PersonIdSchema, from_conn: z.string().regex(CALL_ID) }),
   'media.state': z.object({ type: z.literal('media.state'), participant_id: PersonIdSchema, ...MediaStateFields.shape }),
   // ---- teacher actions ----

@@ -1,7 +1,7 @@
 import { boardError } from './errors.js';
 import { BOARD_LIMITS as L, textSurcharge } from './limits.js';
-import { elementIdsOf, partition, reduce, type Applied, type BoardReplica, type Versioned } from './reducer.js';
-import { elementRefs, type BoardElement, type BoardOp, type BoardPage } from './schema.js';
+import { elementIdsOf, isNewer, partition, reduce, type Applied, type BoardReplica, type Versioned } from './reducer.js';
+import { elementRefs, MAX_VERSION, STUDENT_MAX_VERSION, VERSION_STEP, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from './schema.js';
 import type { Role } from '../domain/enums.js';
 
 /** Who sends an operation: the rules differ for teachers and students. */
@@ -95,15 +95,72 @@ export class BoardWork implements BoardReplica {
    * sequence number, or null when nothing was left to apply. Throws
    * BoardOpError when refused; a refused operation changes nothing.
    */
-  apply(op: BoardOp, actor: Actor): { seq: number; op: BoardOp; skipped?: string[] } | null {
-    const checked = this.check(op, actor);
+  apply(op: BoardOp, actor: Actor): { seq: number; op: BoardOp; skipped?: string[]; restamped?: Tombstone[] } | null {
+    const { op: stamped, restamped } = actor.role === 'teacher' ? this.restamp(op) : { op, restamped: [] };
+    const checked = this.check(stamped, actor);
+    // after the rules of who may do what (a locked element is `forbidden` whatever its stamp), on the stamps as sent
+    this.requireVersions(op, actor);
     if (!checked) return null;
     this.seq = this.head.seq + 1;
     reduce(this, checked.op);
     this.sized.clear();
     this.head.seq = this.seq;
     this.headChanged = true;
-    return checked.skipped.length ? { seq: this.seq, op: checked.op, skipped: checked.skipped } : { seq: this.seq, op: checked.op };
+    return {
+      seq: this.seq,
+      op: checked.op,
+      ...(checked.skipped.length ? { skipped: checked.skipped } : {}),
+      ...(restamped.length ? { restamped } : {}),
+    };
+  }
+
+  /**
+   * Would this operation be accepted as things stand? Throws the BoardOpError it would be refused
+   * with; changes nothing. (A stroke in progress is checked this way when it starts.)
+   */
+  admit(op: BoardOp, actor: Actor): void {
+    this.check(actor.role === 'teacher' ? this.restamp(op).op : op, actor);
+    this.requireVersions(op, actor);
+    this.sized.clear();
+  }
+
+  /**
+   * No write raises an element's version more than VERSION_STEP above the stored one (above 0 for
+   * a new element), and a student's never past STUDENT_MAX_VERSION: nobody can stamp an element
+   * out of the teacher's reach or push a version to the top of its range (docs/board.md, "Who
+   * keeps the board").
+   */
+  private requireVersions(op: BoardOp, actor: Actor): void {
+    if (op.type !== 'element.add' && op.type !== 'element.update' && op.type !== 'element.delete') return;
+    const top = actor.role === 'teacher' ? MAX_VERSION : STUDENT_MAX_VERSION;
+    for (const w of op.elements) {
+      const stored = this.elements.get(w.id)?.version ?? 0;
+      const limit = Math.min(stored + VERSION_STEP, top);
+      if (w.version > limit) {
+        throw boardError('invalid', `element ${w.id}: version ${w.version} is above ${limit} (at most ${VERSION_STEP} above the stored ${stored}${actor.role === 'teacher' ? '' : `, and at most ${STUDENT_MAX_VERSION} for a student`})`);
+      }
+    }
+  }
+
+  /**
+   * The teacher's write of an element wins whatever is stored: a write that would lose (not newer
+   * than the stored stamp, e.g. a student's concurrent edit came first) is stamped one above the
+   * stored version, with its own nonce. The sender hears the new stamps in its ack (`restamped`).
+   */
+  private restamp(op: BoardOp): { op: BoardOp; restamped: Tombstone[] } {
+    if (op.type !== 'element.add' && op.type !== 'element.update' && op.type !== 'element.delete') return { op, restamped: [] };
+    const restamped: Tombstone[] = [];
+    const bump = <T extends Tombstone>(w: T): T => {
+      const cur = this.elements.get(w.id);
+      // a delete of an element that is already deleted (or never was) is not the teacher's to force
+      if (!cur || isNewer(w, cur) || (op.type === 'element.delete' && cur.deleted)) return w;
+      const version = Math.min(cur.version + 1, MAX_VERSION);
+      const version_nonce = version === cur.version ? -(2 ** 31) : w.version_nonce;
+      restamped.push({ id: w.id, version, version_nonce });
+      return { ...w, version, version_nonce };
+    };
+    const elements = (op.elements as Tombstone[]).map(bump);
+    return { op: restamped.length ? ({ ...op, elements } as BoardOp) : op, restamped };
   }
 
   private page(id: string): BoardPage | undefined {

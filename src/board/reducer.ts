@@ -1,4 +1,4 @@
-import type { BoardElement, BoardOp, BoardPage, Tombstone } from './schema.js';
+import { MAX_VERSION, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from './schema.js';
 
 /**
  * The board's one reducer, shared by the server (src/board/apply.ts, which
@@ -89,13 +89,20 @@ export function partition(op: BoardOp, stamp: (id: string) => ElementStamp | und
   return { op, skipped: [] };
 }
 
-/** An operation without the writes the server skipped for its sender (`board.ack`'s `skipped`). */
-export function withoutSkipped(op: BoardOp, skipped: readonly string[]): BoardOp {
-  if (!skipped.length) return op;
+/**
+ * The sender's operation as the server applied it (`board.ack`): without the writes it skipped,
+ * and with the stamps it gave the teacher's writes it restamped.
+ */
+export function withoutSkipped(op: BoardOp, skipped: readonly string[], restamped: readonly Tombstone[] = []): BoardOp {
+  if (!skipped.length && !restamped.length) return op;
+  if (op.type !== 'element.add' && op.type !== 'element.update' && op.type !== 'element.delete') return op;
   const lost = new Set(skipped);
-  if (op.type === 'element.add' || op.type === 'element.update') return { ...op, elements: op.elements.filter((e) => !lost.has(e.id)) };
-  if (op.type === 'element.delete') return { ...op, elements: op.elements.filter((e) => !lost.has(e.id)) };
-  return op;
+  const stamps = new Map(restamped.map((t) => [t.id, t]));
+  const stamp = <T extends Versioned & { id: string }>(w: T): T => {
+    const t = stamps.get(w.id);
+    return t ? { ...w, version: t.version, version_nonce: t.version_nonce } : w;
+  };
+  return { ...op, elements: (op.elements as (Versioned & { id: string })[]).filter((e) => !lost.has(e.id)).map(stamp) } as BoardOp;
 }
 
 /**
@@ -132,8 +139,9 @@ export function reduce(r: BoardReplica, op: BoardOp): Applied | null {
       r.pages = r.pages.filter((p) => p.id !== op.page_id);
       if (r.pinned_page_id === op.page_id) r.pinned_page_id = null;
       // the page's elements get tombstones one version above what they had, so a stale
-      // write of one of them cannot bring it back, while its owner's next edit still can
-      for (const [id, v] of [...r.livePage(op.page_id)]) r.remove(id, { version: v.version + 1, version_nonce: v.version_nonce });
+      // write of one of them cannot bring it back, while its owner's next edit still can; never past
+      // the column's range (an element at the top keeps its version: the page is gone either way)
+      for (const [id, v] of [...r.livePage(op.page_id)]) r.remove(id, { version: Math.min(v.version + 1, MAX_VERSION), version_nonce: v.version_nonce });
       break;
     }
     case 'page.reorder': {

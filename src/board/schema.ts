@@ -10,6 +10,20 @@ import { BOARD_LIMITS as L } from './limits.js';
 export const SNAPSHOT_FORMAT = 'lesson-board';
 export const SNAPSHOT_VERSION = 1;
 
+/** The highest element version (the stored column is a 32-bit integer): nothing the server derives goes past it. */
+export const MAX_VERSION = 2 ** 31 - 1;
+/**
+ * How far one write may raise an element's version above the stored one (a new element's above 0).
+ * The editor bumps an element's version once per change; between two sends that is at most a few
+ * thousand (a 4,000-point stroke), far below this (docs/board.md, "Who keeps the board").
+ */
+export const VERSION_STEP = 100_000;
+/**
+ * The highest version a student's write may carry: everything above is the teacher's room, so a
+ * teacher's write of any element can always be stamped one above what is stored.
+ */
+export const STUDENT_MAX_VERSION = 2 ** 30;
+
 export const IdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'id: 1-64 chars of A-Z a-z 0-9 _ -');
 /** Fractional index: stacking order within a page, compared as plain bytes. */
 export const ZSchema = z.string().regex(/^[0-9A-Za-z]{1,80}$/, 'z: 1-80 base62 chars');
@@ -49,7 +63,7 @@ const base = {
    * breaks ties (the lower wins), so concurrent writes converge the way
    * Excalidraw's reconcileElements converges them.
    */
-  version: z.number().int().min(1).max(2 ** 31 - 1),
+  version: z.number().int().min(1).max(MAX_VERSION),
   version_nonce: z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1),
 };
 
@@ -226,6 +240,8 @@ export interface SequencedOp {
   skipped?: string[];
   /** opaque id of the connection that sent it (the gateway's choice), so it can ack its sender instead of echoing */
   origin?: string;
+  /** writes of the teacher's operation the server stamped one above the stored version (the sender takes these stamps; others get `op` as applied) */
+  restamped?: Tombstone[];
 }
 
 export const SnapshotSchema = z

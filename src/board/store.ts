@@ -1,7 +1,7 @@
 import type { Db, Sql, Tx } from '../db/index.js';
 import { BoardWork, deletedPageIds, referencedElementIds, type Actor, type BoardHead, type ElementState, type ElementWrite } from './apply.js';
 import { BoardOpError, boardError } from './errors.js';
-import { DEFAULT_PAGES, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type BoardElement, type BoardOp, type BoardPage, type Snapshot } from './schema.js';
+import { DEFAULT_PAGES, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type BoardElement, type BoardOp, type BoardPage, type Snapshot, type Tombstone } from './schema.js';
 
 export interface BatchItem {
   op: BoardOp;
@@ -10,7 +10,7 @@ export interface BatchItem {
 
 /** The outcome of one operation of a batch, in the batch's order. */
 export type BatchResult =
-  | { ok: true; seq: number; op: BoardOp; skipped?: string[] }
+  | { ok: true; seq: number; op: BoardOp; skipped?: string[]; restamped?: Tombstone[] }
   | { ok: true; seq: null } // nothing left to apply (e.g. an update of elements deleted meanwhile)
   | { ok: false; error: BoardOpError };
 
@@ -156,6 +156,21 @@ export class BoardStore {
     const rows = await db<{ lesson_id: string; seq: number }[]>`SELECT lesson_id, seq FROM boards WHERE lesson_id = ANY(${lessonIds}::text[])`;
     const by = new Map(rows.map((r) => [r.lesson_id, r.seq]));
     return lessonIds.map((id) => by.get(id) ?? 0);
+  }
+
+  /**
+   * The head and the state of some elements of one lesson, enough to check an operation naming only
+   * them (BoardWork.admit), without a transaction: a stroke's start is checked this way. Undefined
+   * for a lesson that does not exist or was deleted.
+   */
+  async admission(db: Db, lessonId: string, ids: string[]): Promise<{ head: BoardHead; elements: Map<string, ElementState> } | undefined> {
+    const [lesson] = await db<{ archived: boolean }[]>`SELECT archived_at IS NOT NULL AS archived FROM lessons WHERE id = ${lessonId}`;
+    if (!lesson || lesson.archived) return undefined;
+    const head = (await this.head(db, lessonId)) ?? EMPTY_HEAD();
+    const rows = await db<({ element_id: string } & ElementState)[]>`
+      SELECT element_id, page_id, deleted, bytes, version, version_nonce, coalesce((data->>'locked')::boolean, false) AS locked
+      FROM board_elements WHERE lesson_id = ${lessonId} AND element_id = ANY(${ids}::text[])`;
+    return { head, elements: new Map(rows.map(({ element_id, ...st }) => [element_id, st])) };
   }
 
   async head(db: Db, lessonId: string): Promise<(BoardHead & { updated_at: Date }) | undefined> {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { createSql, type Sql } from '../db/index.js';
@@ -13,7 +14,7 @@ const USAGE = `usage: npm run --silent admin -- <command>
   partner suspend <partner_id>
   partner resume <partner_id>
   key create <partner_id>
-  key revoke <api_key>
+  key revoke                      (reads the API key from standard input: never on the command line)
   topup <partner_id> --minutes <n> [--rub <amount>]
 Prints one JSON object on stdout.`;
 
@@ -24,8 +25,8 @@ function need<T>(v: T | undefined, what: string): T {
   return v;
 }
 
-/** Runs one admin command and returns the JSON it prints. Exported for tests. */
-export async function runAdmin(sql: Sql, argv: string[], now = new Date()): Promise<Record<string, unknown>> {
+/** Runs one admin command and returns the JSON it prints (`stdin`: what `key revoke` reads). Exported for tests. */
+export async function runAdmin(sql: Sql, argv: string[], now = new Date(), stdin?: string): Promise<Record<string, unknown>> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -64,7 +65,9 @@ export async function runAdmin(sql: Sql, argv: string[], now = new Date()): Prom
       return { api_key: key.apiKey };
     }
     case 'key revoke': {
-      const revoked = await revokeApiKey(sql, need(arg, '<api_key>'), now);
+      // a key on the command line would stay in the process list and the shell's history
+      if (arg !== undefined) throw new UsageError('give the API key on standard input, not on the command line: `npm run --silent admin -- key revoke < key.txt`');
+      const revoked = await revokeApiKey(sql, need((stdin ?? '').trim(), 'the API key on standard input'), now);
       if (!revoked) throw new UsageError('no live key matches');
       return { revoked: true };
     }
@@ -86,7 +89,9 @@ if (isMain) {
   try {
     await migrate(config.DATABASE_URL);
     sql = createSql(config.DATABASE_URL, { max: 1 });
-    const out = await runAdmin(sql, process.argv.slice(2));
+    const argv = process.argv.slice(2);
+    const stdin = argv[0] === 'key' && argv[1] === 'revoke' && !process.stdin.isTTY ? readFileSync(0, 'utf8') : undefined;
+    const out = await runAdmin(sql, argv, new Date(), stdin);
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');

@@ -1,5 +1,9 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { boundedLabel, METRIC_PREFIX } from './registry.js';
+import { CloseCode } from '../../realtime/protocol/closeCodes.js';
+
+/** Close codes with a label of their own: the standard ones and the gateway's (realtime/protocol/closeCodes.ts). */
+const KNOWN_CLOSE_CODES = new Set<number>([...Array.from({ length: 16 }, (_, i) => 1000 + i), ...Object.values(CloseCode)]);
 
 /** Seconds: a join (token check, seed, welcome) is tens of milliseconds. */
 const JOIN_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -22,8 +26,8 @@ export interface GatewaySource {
  * The gateway's families behind a small typed object, so realtime/ calls
  * `metrics.joined(ms)` and never touches prom-client. Labels are bounded: message `type` and call
  * `op` pass through boundedLabel (at most 64 and 32 distinct values, then `other`), close `code` is
- * a number in 1000-1015 or 4000-4999 (ours, docs/protocol.md; else `other`), at most 48 distinct
- * codes (a client choosing its own close codes cannot add more). No lesson id, connection id, user id or token
+ * a standard code (1000-1015) or one of the gateway's own (docs/protocol.md), any other `other` (a
+ * client choosing its own close codes cannot add series or crowd ours out). No lesson id, connection id, user id or token
  * is ever a label. Event-loop delay is prom-client's default `nodejs_eventloop_lag_*` (p50/p90/p99).
  */
 export interface GatewayMetrics {
@@ -47,6 +51,8 @@ export interface GatewayMetrics {
   upgradeRefused(reason: string): void;
   /** the node's connection cap (GATEWAY_MAX_CONNECTIONS or the automatic one), set at start */
   connectionCap(max: number): void;
+  /** one lesson's board operations were refused because its commit failed for good (`cause`: `lesson` when its own batch caused it, `transient` when the database did) */
+  boardCommitFailed(cause: 'lesson' | 'transient'): void;
 }
 
 /** Why the gateway refused an upgrade: the `reason` label of `lessons_gateway_upgrades_refused_total` (docs/operations.md). */
@@ -103,14 +109,9 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
   let lastFlush: number | undefined;
   const messageType = boundedLabel(64);
   const callOp = boundedLabel(32);
-  const codes = new Set<string>();
-  const codeLabel = (code: number): string => {
-    const ok = Number.isInteger(code) && ((code >= 1000 && code <= 1015) || (code >= 4000 && code <= 4999));
-    const c = String(code);
-    if (!ok || (!codes.has(c) && codes.size >= 48)) return 'other';
-    codes.add(c);
-    return c;
-  };
+  // The standard codes (1000-1015) and the service's own (CloseCode) each have a label from the
+  // start; any other code a client picks is `other`, so a client cannot crowd ours out.
+  const codeLabel = (code: number): string => (KNOWN_CLOSE_CODES.has(code) ? String(code) : 'other');
 
   // Gauges read on each scrape, from the source or the flush time.
   const readOnScrape = (name: string, help: string, read: () => number) =>
@@ -173,7 +174,19 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     FANOUT_BUCKETS,
   );
   registry.registerMetric(fanOut as unknown as Parameters<Registry['registerMetric']>[0]);
-  const closes = new Counter({ name: `${METRIC_PREFIX}gateway_closes_total`, help: 'Sockets closed, by WebSocket close code (docs/protocol.md).', labelNames: ['code'] as const, registers: [registry] });
+  const closes = new Counter({
+    name: `${METRIC_PREFIX}gateway_closes_total`,
+    help: 'Sockets closed, by WebSocket close code (docs/protocol.md; a code neither standard nor ours is `other`).',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const boardFailures = new Counter({
+    name: `${METRIC_PREFIX}board_commit_failures_total`,
+    help: "Lessons whose board operations were refused because a commit failed for good (cause: `lesson`, its own batch; `transient`, the database). The log line names the lesson.",
+    labelNames: ['cause'] as const,
+    registers: [registry],
+  });
+  for (const c of ['lesson', 'transient']) boardFailures.labels(c).inc(0);
   let cap = 0;
   readOnScrape('gateway_connection_cap', 'Sockets (open or upgrading) this gateway holds at most; past it upgrades get 503 and /readyz 503.', () => cap);
   const refusalReason = boundedLabel(24);
@@ -230,6 +243,9 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     },
     connectionCap(max) {
       cap = max;
+    },
+    boardCommitFailed(cause) {
+      boardFailures.labels(cause).inc();
     },
   };
 }

@@ -82,9 +82,6 @@ export class Dispatcher {
     if (config.WEBHOOK_ALLOW_HOSTS.length > 0) {
       this.log.warn({ hosts: config.WEBHOOK_ALLOW_HOSTS }, 'WEBHOOK_ALLOW_HOSTS is set: these hosts skip the https and public-address rules (development and tests only)');
     }
-    if (!this.runtime.secrets.encrypts) {
-      this.log.warn('WEBHOOK_SECRET_KEYS is not set: webhook secrets are stored unencrypted');
-    }
     // Its own connection, never idle-closed or recycled: losing it would drop the lock.
     this.lockSql = postgres(config.DATABASE_URL, {
       max: 1,

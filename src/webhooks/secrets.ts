@@ -15,7 +15,9 @@ export function generateWebhookSecret(): string {
  *
  * Stored forms:
  *   `gcm1.<key id>.<base64url(iv | ciphertext | tag)>`   key id = 8 hex of sha256(key)
- *   `plain.<secret>`   only when no key is configured (a warning is logged at start)
+ *   `plain.<secret>`   written by versions that stored secrets unsealed when no key was set:
+ *                      still opened, never written (a box without keys refuses to seal;
+ *                      src/webhooks/keys.ts makes sure a process that seals has keys)
  */
 export class SecretBox {
   private readonly keys: { id: string; key: Buffer }[];
@@ -34,7 +36,7 @@ export class SecretBox {
 
   seal(secret: string, partnerId: string): string {
     const current = this.keys[0];
-    if (!current) return `plain.${secret}`;
+    if (!current) throw new Error('nothing can be sealed without a key: set WEBHOOK_SECRET_KEYS');
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', current.key, iv);
     cipher.setAAD(Buffer.from(partnerId, 'utf8'));

@@ -7,7 +7,11 @@ import { startTestApi } from '../helpers/api.js';
 const api = await startTestApi();
 
 function admin(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], { env: { ...process.env, ...testEnv() }, encoding: 'utf8' });
+  return adminWith(undefined, ...args);
+}
+
+function adminWith(input: string | undefined, ...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], { env: { ...process.env, ...testEnv() }, encoding: 'utf8', input });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, json: r.stdout.trim() ? JSON.parse(r.stdout) : undefined };
 }
 
@@ -25,7 +29,13 @@ describe('admin CLI', () => {
 
     const key2 = admin('key', 'create', partner_id).json.api_key;
     expect((await api.request('GET', '/balance', { key: key2 })).status).toBe(200);
-    expect(admin('key', 'revoke', key2).json).toEqual({ revoked: true });
+    // never on the command line (the process list, the shell's history): it is refused there, read from stdin
+    const onLine = admin('key', 'revoke', key2);
+    expect(onLine.status).toBe(2);
+    expect(onLine.stderr).toMatch(/standard input/);
+    expect(onLine.stderr).not.toContain(key2);
+    expect((await api.request('GET', '/balance', { key: key2 })).status).toBe(200);
+    expect(adminWith(`${key2}\n`, 'key', 'revoke').json).toEqual({ revoked: true });
     expect((await api.request('GET', '/balance', { key: key2 })).status).toBe(401);
 
     expect(admin('partner', 'suspend', partner_id).json).toEqual({ partner_id, suspended: true });

@@ -72,7 +72,7 @@ describe('API key authentication', () => {
   it('answers 401 for a revoked key while the partner’s other keys keep working', async () => {
     const { api_key: second } = (await runAdmin(api.deps.sql, ['key', 'create', p.partner.id])) as { api_key: string };
     expect((await api.request('GET', '/balance', { key: second })).status).toBe(200);
-    await runAdmin(api.deps.sql, ['key', 'revoke', second]);
+    await runAdmin(api.deps.sql, ['key', 'revoke'], new Date(), second);
     // The API's key cache hears the revocation through NOTIFY, delivered within milliseconds of commit.
     expect401(await eventually401(second));
     expect((await api.request('GET', '/balance', { key: p.apiKey })).status).toBe(200);
@@ -106,7 +106,7 @@ describe('API key authentication', () => {
         for (const deadline = Date.now() + 1000; status !== 401 && Date.now() < deadline; status = await balance(key)) await new Promise((r) => setTimeout(r, 10));
         return status;
       };
-      await runAdmin(api.deps.sql, ['key', 'revoke', second]);
+      await runAdmin(api.deps.sql, ['key', 'revoke'], new Date(), second);
       expect(await until401(second)).toBe(401);
       expect(await balance(q.apiKey)).toBe(200);
       await runAdmin(api.deps.sql, ['partner', 'suspend', q.partner.id]);

@@ -124,7 +124,7 @@ describe('Idempotency-Key on POST (Stripe semantics, docs/api-decisions.md)', ()
     expect(fixed.headers.get('idempotent-replayed')).toBeNull();
   });
 
-  it('keys belong to one partner; a malformed key is 400 bad_request and creates nothing', async () => {
+  it('keys belong to one partner; a malformed or blank key is 400 bad_request and creates nothing', async () => {
     const a = await partnerFactory(sql);
     const b = await partnerFactory(sql);
     const headers = { 'idempotency-key': 'shared-name' };
@@ -132,7 +132,7 @@ describe('Idempotency-Key on POST (Stripe semantics, docs/api-decisions.md)', ()
     const rb = await api.request('POST', '/lessons', { key: b.apiKey, body: { title: 'A' }, headers });
     expect(rb.status).toBe(201);
     expect(rb.body.id).not.toBe(ra.body.id);
-    for (const bad of ['x'.repeat(256), 'has space', 'ключ']) {
+    for (const bad of ['x'.repeat(256), 'has space', 'ключ', '   ', '']) {
       const res = await api.request('POST', '/lessons', { key: a.apiKey, body: { title: 'A' }, headers: { 'idempotency-key': bad } }).catch(() => null);
       if (!res) continue; // fetch itself refuses non-ASCII header values
       expect(res.status, bad).toBe(400);

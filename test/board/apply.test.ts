@@ -208,7 +208,8 @@ describe('board rules (BoardWork and the shared reducer)', () => {
       { type: 'page.add', page: { id: 'p3', name: 'Three' }, after_page_id: 'page-1' },
       { type: 'page.rename', page_id: 'p3', name: 'Graphs' },
       { type: 'page.pin', page_id: 'page-2' },
-      { type: 'element.update', elements: [rect('a', { version: 2, x: 3 }), rect('b', { version: 1, version_nonce: 99 })] },
+      // the teacher's losing write of b is stamped one above the stored version: the page reduces it as applied
+      { type: 'element.update', elements: [rect('a', { version: 2, x: 3 }), rect('b', { version: 1, version_nonce: 99, page_id: 'page-2', x: 7 })] },
       { type: 'page.reorder', page_ids: ['page-2', 'p3', 'page-1'] },
       { type: 'page.delete', page_id: 'page-2' },
     ];
@@ -220,8 +221,8 @@ describe('board rules (BoardWork and the shared reducer)', () => {
     expect(page.pinned_page_id).toBe(w.head.pinned_page_id);
     expect([...page.elements.keys()]).toEqual(['a']);
     expect(page.elements.get('a')).toEqual(w.writes.get('a')!.data);
-    // the page's elements were tombstoned one version up on the server
-    expect(w.writes.get('b')).toMatchObject({ deleted: true, version: 2 });
+    // the page's elements were tombstoned one version up on the server (b: restamped to 2, then 3)
+    expect(w.writes.get('b')).toMatchObject({ deleted: true, version: 3 });
   });
 
   it('finds the writes that lose in the same pass that keeps the winners (skipped), and the sender drops them', () => {

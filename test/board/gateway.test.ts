@@ -200,18 +200,18 @@ describe('versions and locks', () => {
     const sMine = new Map<string, unknown>();
     sendOp(t, tMine, 'add', { type: 'element.add', elements: [rect('u'), rect('w', { z: 'a1' })] });
     await answered(t, 'add');
-    sendOp(s, sMine, 'del', { type: 'element.delete', elements: [del('u', 2)] });
-    await answered(s, 'del');
-    // the teacher's edit of u made before it saw the delete (same version, higher nonce) and a new edit of w
-    sendOp(t, tMine, 'late', { type: 'element.update', elements: [rect('u', { version: 2, version_nonce: 5, x: 1 }), rect('w', { version: 2, z: 'a1', x: 2 })] });
-    expect(await answered(t, 'late')).toMatchObject({ type: 'board.ack', seq: 3, skipped: ['u'] });
-    const relayed = await s.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 3), 'seq 3');
+    sendOp(t, tMine, 'del', { type: 'element.delete', elements: [del('u', 2)] });
+    await answered(t, 'del');
+    // the student's edit of u made before it saw the delete (same version, higher nonce) and a new edit of w
+    sendOp(s, sMine, 'late', { type: 'element.update', elements: [rect('u', { version: 2, version_nonce: 5, x: 1 }), rect('w', { version: 2, z: 'a1', x: 2 })] });
+    expect(await answered(s, 'late')).toMatchObject({ type: 'board.ack', seq: 3, skipped: ['u'] });
+    const relayed = await t.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { seq: number }) => o.seq === 3), 'seq 3');
     expect(relayed.ops[0].op.elements.map((e: { id: string }) => e.id)).toEqual(['w']);
     // undo of the delete
-    sendOp(s, sMine, 'undo', { type: 'element.add', elements: [rect('u', { version: 3 })] });
-    expect(await answered(s, 'undo')).toMatchObject({ type: 'board.ack', seq: 4 });
-    t.send({ type: 'board.sync', since: 0 });
-    const full = await t.waitType('board.state');
+    sendOp(t, tMine, 'undo', { type: 'element.add', elements: [rect('u', { version: 3 })] });
+    expect(await answered(t, 'undo')).toMatchObject({ type: 'board.ack', seq: 4 });
+    s.send({ type: 'board.sync', since: 0 });
+    const full = await s.waitType('board.state');
     expect(full.elements.map((e: { id: string; version: number }) => [e.id, e.version])).toEqual([['u', 3], ['w', 2]]);
     await Promise.all([t.close(), s.close()]);
   });
@@ -276,7 +276,8 @@ describe('strokes in progress', () => {
     const f = await lesson();
     const t = await join(a.wsUrl(await f.teacher()));
     const s1 = await join(a.wsUrl(await f.link('s1')));
-    for (let i = 0; i < 100; i++) t.send({ type: 'board.stroke', id: 'fast', from: i, points: [[i, i]] });
+    const head = (({ points: _p, ...h }) => h)(stroke('fast', 3) as Extract<ReturnType<typeof stroke>, { type: 'freehand' }>);
+    for (let i = 0; i < 100; i++) t.send({ type: 'board.stroke', id: 'fast', from: i, points: [[i, i]], ...(i === 0 ? { head } : {}) });
     await s1.waitFor((m) => m.type === 'board.stroke' && m.from >= 39, 'the burst');
     await new Promise((r) => setTimeout(r, 300)); // anything more would have arrived by now
     const n = s1.of('board.stroke').length;

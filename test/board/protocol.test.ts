@@ -29,7 +29,7 @@ describe('protocol catalogue schemas (docs/protocol.md)', () => {
       [
         'welcome', 'presence', 'cursor', 'pong', 'error',
         'board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'board.stroke',
-        'chat', 'media.state', 'muted', 'unmuted', 'rtc.hello', 'rtc.answer', 'rtc.ice', 'rtc.offer', 'rtc.bye',
+        'chat', 'media.state', 'muted', 'unmuted', 'call.ice_servers', 'rtc.hello', 'rtc.answer', 'rtc.ice', 'rtc.offer', 'rtc.bye',
       ].sort(),
     );
   });

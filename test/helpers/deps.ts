@@ -5,6 +5,9 @@ import { ManualClock, type Clock } from '../../src/lib/clock.js';
 
 export { ManualClock };
 
+/** The run's sealing key (tests that rotate or compare keys give their own). */
+export const TEST_SEALING_KEY = Buffer.alloc(32, 7).toString('base64');
+
 /** The environment of this test run (database and Redis prefix from test/globalSetup.ts). */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
   return {
@@ -20,6 +23,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     // every test file calls from 127.0.0.1 and shares the run's Redis prefix: the per-address
     // limit of keyless requests would join them all (test/api/unauthenticated.test.ts sets its own)
     RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '1000000',
+    // the API and the dispatcher seal what they store and do not start without a key (src/webhooks/keys.ts)
+    WEBHOOK_SECRET_KEYS: TEST_SEALING_KEY,
     ...overrides,
   };
 }

@@ -122,6 +122,22 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('docker-compose.yml secrets', () => {
+  it('takes the Postgres password and the sealing keys from .env, requires both, and publishes Prometheus on this machine only', () => {
+    expect(services.postgres.environment?.POSTGRES_HOST_AUTH_METHOD).toBeUndefined();
+    expect(services.postgres.environment?.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:\?/);
+    for (const [name, s] of [...fleet, ['single', services.single] as const]) {
+      expect(s.environment?.DATABASE_URL, name).toMatch(/^postgres:\/\/postgres:\$\{POSTGRES_PASSWORD:\?[^}]*\}@postgres:5432\//);
+      expect(s.environment?.WEBHOOK_SECRET_KEYS, name).toMatch(/^\$\{WEBHOOK_SECRET_KEYS:\?/);
+    }
+    expect(services.prometheus.ports).toEqual(['127.0.0.1:9090:9090']);
+    expect(dockerfile).toMatch(/ENV NODE_ENV=production/);
+    const readme = readFileSync(new URL('README.md', root), 'utf8');
+    expect(readme).toContain('> .env');
+    expect(readFileSync(new URL('.gitignore', root), 'utf8').split('\n')).toContain('.env');
+  });
+});
+
 describe('Dockerfile', () => {
   it('copies patches/ before `npm ci` (postgres.js is patched at install) and checks the patch took', () => {
     const patches = dockerfile.indexOf('COPY patches ./patches');

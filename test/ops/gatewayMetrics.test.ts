@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { gatewayMetrics } from '../../src/metrics/gateway.js';
 import { boundedLabel, createRegistry } from '../../src/metrics/registry.js';
 import { frameType } from '../../realtime/lesson/Lesson.js';
+import { CloseCode } from '../../realtime/protocol/closeCodes.js';
 
 /** The typed object realtime/ reports into: what it records and how it bounds labels. */
 describe('gatewayMetrics', () => {
@@ -42,6 +43,21 @@ describe('gatewayMetrics', () => {
     m.meterFlushed();
     t += 1500;
     expect((await registry.getMetricsAsJSON()).find((f) => f.name === 'lessons_gateway_meter_flush_lag_seconds')!.values[0].value).toBe(1.5);
+  });
+
+  it("keeps the service's own close codes on their own labels whatever codes clients close with: any other code is `other`", async () => {
+    const registry = createRegistry();
+    const m = gatewayMetrics(registry);
+    // a client trying to crowd out the label's values with codes of its own choosing
+    for (let c = 4000; c < 4100; c++) if (!(Object.values(CloseCode) as number[]).includes(c)) m.closed(c);
+    for (const c of Object.values(CloseCode)) m.closed(c);
+    m.closed(1000);
+    const values = (await registry.getMetricsAsJSON()).find((f) => f.name === 'lessons_gateway_closes_total')!.values;
+    const by = new Map(values.map((v) => [String(v.labels.code), v.value]));
+    for (const c of Object.values(CloseCode)) expect(by.get(String(c)), String(c)).toBe(1);
+    expect(by.get('1000')).toBe(1);
+    expect(by.get('other')).toBe(100 - Object.values(CloseCode).filter((c) => c >= 4000 && c < 4100).length);
+    expect(by.size).toBe(Object.values(CloseCode).length + 2);
   });
 
   it('counts refused upgrades by reason (every known reason exported at 0 from the start) and exports the connection cap', async () => {

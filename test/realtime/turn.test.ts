@@ -51,3 +51,27 @@ describe('TURN credentials in welcome', () => {
     expect(() => loadConfig({ TURN_URLS: 'stun:x', TURN_SECRET: SECRET })).toThrow(/turn: or turns:/);
   });
 });
+
+describe('TURN credentials renewed over the socket', () => {
+  it('sends fresh credentials at half the TTL while the person is in the lesson, and none once they are removed', async () => {
+    const short = await startTestGateway({ env: { TURN_URLS: 'turn:turn.example.com:3478', TURN_SECRET: SECRET, TURN_TTL_SECONDS: '2' } });
+    const f = await lessonWithLinks(short.deps.sql, { mode: 'full' });
+    const teacher = await join(short.wsUrl(await f.link('t', { role: 'teacher' })));
+    const student = await join(short.wsUrl(await f.link('s')));
+    const first = student.of('welcome')[0].ice_servers[0];
+    const expiryOf = (s: { username: string }) => Number(s.username.split(':')[0]);
+    expect(expiryOf(first)).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 2);
+    const renewed = await student.waitFor((m) => m.type === 'call.ice_servers', 'renewal', 5000);
+    const fresh = renewed.ice_servers[0];
+    expect(fresh.credential).toBe(createHmac('sha1', SECRET).update(fresh.username).digest('base64'));
+    expect(expiryOf(fresh)).toBeGreaterThanOrEqual(expiryOf(first));
+    expect(expiryOf(fresh)).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 2);
+    // the teacher removes the student: the socket closes, and nothing renews what they hold
+    teacher.send({ type: 'teacher.remove', participant_id: student.of('welcome')[0].you.id });
+    await student.closed;
+    const renewals = student.of('call.ice_servers').length;
+    await teacher.waitFor((m) => m.type === 'call.ice_servers' && teacher.of('call.ice_servers').length >= 2, 'two renewals of the teacher', 5000);
+    expect(student.of('call.ice_servers').length).toBe(renewals);
+    await teacher.close();
+  }, 20_000);
+});

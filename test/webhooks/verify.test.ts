@@ -83,9 +83,10 @@ describe('webhook secrets', () => {
     expect(() => old.open(tampered, 'ptr_1')).toThrow();
   });
 
-  it('are kept as is (marked plain) only when no key is configured', () => {
+  it('are never kept as is: a box without a key refuses to seal, and still opens a value stored unsealed before', () => {
     const box = new SecretBox([]);
     expect(box.encrypts).toBe(false);
-    expect(box.open(box.seal('whsec_x', 'p'), 'p')).toBe('whsec_x');
+    expect(() => box.seal('whsec_x', 'p')).toThrow(/WEBHOOK_SECRET_KEYS/);
+    expect(box.open('plain.whsec_x', 'p')).toBe('whsec_x');
   });
 });

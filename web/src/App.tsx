@@ -89,6 +89,7 @@ export function App({ token }: { token: string }) {
           } else {
             // a new socket: a new call id, and every tab is asked to call this one again
             call.current.conn = w.call_id ?? '';
+            call.current.setIceServers(w.ice_servers ?? []);
             call.current.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
             call.current.reset();
             reportMedia();
@@ -114,6 +115,9 @@ export function App({ token }: { token: string }) {
       }
       case 'chat':
         setChat((c) => mergeChat(c, [msg]));
+        return;
+      case 'call.ice_servers':
+        call.current?.setIceServers(msg.ice_servers);
         return;
       case 'rtc.hello':
       case 'rtc.offer':

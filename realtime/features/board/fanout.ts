@@ -1,12 +1,16 @@
 import type { BoardListener } from './feed.js';
-import type { SequencedOp } from '../../../src/board/schema.js';
+import type { SequencedOp, Tombstone } from '../../../src/board/schema.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 
 /** `origin` of an operation submitted through this node: `<connection id>|<ref>` (connection ids contain no `|`). */
 export const originOf = (conn: ClientConnection, ref: string): string => `${conn.id}|${ref}`;
 
-/** `skipped`: elements of the sender's operation that lost to a newer version (the sender drops them; see docs/protocol.md) */
-const ackFrame = (ref: string, seq: number | null, skipped?: string[]) => JSON.stringify(skipped?.length ? { type: 'board.ack', ref, seq, skipped } : { type: 'board.ack', ref, seq });
+/**
+ * `skipped`: elements of the sender's operation that lost to a newer version (the sender drops them);
+ * `restamped`: the teacher's writes stamped above the stored version (the sender takes these stamps; see docs/protocol.md)
+ */
+const ackFrame = (ref: string, seq: number | null, skipped?: string[], restamped?: Tombstone[]) =>
+  JSON.stringify({ type: 'board.ack', ref, seq, ...(skipped?.length ? { skipped } : {}), ...(restamped?.length ? { restamped } : {}) });
 const opsFrame = (ops: SequencedOp[]) => JSON.stringify({ type: 'board.ops', ops: ops.map((o) => ({ seq: o.seq, op: o.op })) });
 
 /**
@@ -82,7 +86,7 @@ export class BoardFanout implements BoardListener {
         theirs = [];
         const ref = o.origin!.slice(bar + 1);
         mine?.delete(ref);
-        conn.send(ackFrame(ref, o.seq, o.skipped));
+        conn.send(ackFrame(ref, o.seq, o.skipped, o.restamped));
       }
       if (theirs.length) conn.send(opsFrame(theirs));
     }

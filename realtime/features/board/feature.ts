@@ -46,16 +46,44 @@ const STROKE_BURST = 40;
 export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
   const log = deps.log.child({ component: 'board' });
   const strokeBuckets = new WeakMap<ClientConnection, TokenBucket>();
+  /**
+   * Each connection's stroke in progress: its id and whether its start passed the rules (a promise
+   * while the check runs; the deltas that arrive meanwhile wait for it, in order).
+   */
+  const strokes = new WeakMap<ClientConnection, { id: string; admitted: Promise<boolean> }>();
 
   const stroke = defineMessage({
     type: 'board.stroke',
     schema: ClientMessages['board.stroke'],
-    description: 'A stroke in progress: its new points, relayed as they come to the others in the lesson on every node, never stored (the board.op that ends the stroke stores it).',
+    description:
+      'A stroke in progress: its new points, relayed as they come to the others in the lesson on every node, never stored (the board.op that ends the stroke stores it). Its start (`from` 0, with `head`) is checked once by the rules of that board.op (lock, pin, page, element id, role); a stroke that would be refused is not relayed.',
     handle({ conn, gateway, now }, msg) {
       let bucket = strokeBuckets.get(conn);
       if (!bucket) strokeBuckets.set(conn, (bucket = new TokenBucket(STROKE_RATE, STROKE_BURST, now)));
       if (!bucket.take(now)) return;
-      gateway.broadcast(conn.lessonId, JSON.stringify({ ...msg, by: conn.person.id }), { except: conn, ephemeral: true });
+      let current = strokes.get(conn);
+      if (msg.from === 0) {
+        const head = msg.head;
+        const check = async (): Promise<boolean> => {
+          if (!head || head.id !== msg.id) return false;
+          try {
+            await board.admitStroke(conn.lessonId, head, { role: conn.person.role });
+            return true;
+          } catch (err) {
+            if (!(err instanceof BoardOpError)) log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'stroke check failed');
+            return false;
+          }
+        };
+        // after the previous stroke's check: a connection's strokes are relayed in the order drawn
+        const admitted = current ? current.admitted.then(check) : check();
+        strokes.set(conn, (current = { id: msg.id, admitted }));
+      }
+      // a delta of a stroke whose start was not seen (or not admitted) is not relayed: its commit is checked anyway
+      if (!current || current.id !== msg.id) return;
+      const frame = JSON.stringify({ ...msg, by: conn.person.id });
+      void current.admitted.then((ok) => {
+        if (ok && conn.state !== 'closed') gateway.broadcast(conn.lessonId, frame, { except: conn, ephemeral: true });
+      });
     },
   });
 
@@ -118,6 +146,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
     messages: [op, sync, stroke],
     attach(gateway) {
       board.relay = { publish: (lessonId, ops) => gateway.publish(lessonId, 'board', JSON.stringify(ops)) };
+      board.onCommitFailed = (cause) => gateway.metrics.boardCommitFailed(cause);
     },
     onLessonOpen(lesson) {
       // not awaiting the feed's start: a first arrival's welcome does not wait for the board (see listen)

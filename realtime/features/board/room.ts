@@ -2,6 +2,7 @@ import type { Actor } from '../../../src/board/apply.js';
 import { boardError } from '../../../src/board/errors.js';
 import type { SequencedOp, BoardOp } from '../../../src/board/schema.js';
 import type { BatchItem, BatchResult, BoardStore } from '../../../src/board/store.js';
+import { writeSplitting } from '../../../src/db/errors.js';
 
 /** What the sender of an operation hears back: its place in the order, or null when nothing was left to apply. */
 export interface Ack {
@@ -73,7 +74,7 @@ export class BoardRoom {
     } else {
       const applied: SequencedOp[] = [];
       results.forEach((r, i) => {
-        if (r.ok && r.seq !== null) applied.push({ seq: r.seq, op: r.op, origin: batch[i].origin, ...(r.skipped ? { skipped: r.skipped } : {}) });
+        if (r.ok && r.seq !== null) applied.push({ seq: r.seq, op: r.op, origin: batch[i].origin, ...(r.skipped ? { skipped: r.skipped } : {}), ...(r.restamped ? { restamped: r.restamped } : {}) });
       });
       // Relay first: the others see the operation no later than its sender hears the ack.
       if (applied.length) this.onCommitted(applied);
@@ -109,8 +110,12 @@ export class BoardCommitter {
       maxLessons: number;
       concurrency: number;
       now: () => Date;
-      /** a transaction that failed for good (its operations are refused with `unavailable`) */
-      onFailure?: (err: unknown, lessons: number, attempts: number) => void;
+      /**
+       * A transaction that failed for good: its operations are refused with `unavailable`. A
+       * failure caused by the operations names the one lesson that caused it (the others were
+       * committed without it); a transient one names every lesson of the transaction.
+       */
+      onFailure?: (err: unknown, lessonIds: string[]) => void;
     },
   ) {}
 
@@ -137,21 +142,37 @@ export class BoardCommitter {
     }
   }
 
-  private async commit(batches: { room: BoardRoom; items: Pending[] }[]): Promise<void> {
-    let results: Map<string, BatchResult[]> | null = null;
-    for (let attempt = 1; attempt <= 3 && !results; attempt++) {
+  /**
+   * One lesson's batch can fail the whole transaction (a value out of range, a constraint): the
+   * lessons are then committed in halves until the ones that fail are alone, so only they are refused.
+   */
+  private async commit(batches: Batch[]): Promise<void> {
+    await writeSplitting(
+      batches,
+      async (group) => {
+        const results = await this.attempt(group);
+        for (const b of group) b.room.done(b.items, results.get(b.room.lessonId) ?? null);
+      },
+      (group, err) => {
+        this.opts.onFailure?.(err, group.map((b) => b.room.lessonId));
+        for (const b of group) b.room.done(b.items, null);
+      },
+    );
+  }
+
+  /** One transaction, tried again (at most 3 times in all) when Postgres says it may succeed as is. */
+  private async attempt(batches: Batch[]): Promise<Map<string, BatchResult[]>> {
+    for (let attempt = 1; ; attempt++) {
       try {
-        results = await this.store.commitLessons(
+        return await this.store.commitLessons(
           batches.map((b) => ({ lessonId: b.room.lessonId, items: b.items })),
           this.opts.now(),
         );
       } catch (err) {
-        if (attempt === 3 || !RETRYABLE.has((err as { code?: string }).code ?? '')) {
-          this.opts.onFailure?.(err, batches.length, attempt);
-          break;
-        }
+        if (attempt === 3 || !RETRYABLE.has((err as { code?: string }).code ?? '')) throw err;
       }
     }
-    for (const b of batches) b.room.done(b.items, results?.get(b.room.lessonId) ?? null);
   }
 }
+
+type Batch = { room: BoardRoom; items: Pending[] };

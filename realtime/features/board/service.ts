@@ -1,10 +1,11 @@
 import type { Deps } from '../../../src/deps.js';
-import type { Actor } from '../../../src/board/apply.js';
+import { BoardWork, type Actor } from '../../../src/board/apply.js';
 import { boardError } from '../../../src/board/errors.js';
 import { LessonFeed, type BoardListener } from './feed.js';
 import { PreviewService } from '../../../src/board/preview.js';
 import { BoardCommitter, BoardRoom, type Ack } from './room.js';
-import { BoardOpSchema, type SequencedOp } from '../../../src/board/schema.js';
+import { causedByInput } from '../../../src/db/errors.js';
+import { BoardOpSchema, type BoardElement, type SequencedOp } from '../../../src/board/schema.js';
 import { BoardStore, type BoardRead } from '../../../src/board/store.js';
 import { Batcher } from '../../../src/lib/Batcher.js';
 
@@ -66,6 +67,8 @@ export class BoardService {
   private rendering: Promise<void> | null = null;
   /** set by the gateway's board feature (the lesson bus) */
   relay: BoardRelay | undefined;
+  /** set by the gateway's board feature: counts each lesson whose commit failed for good (its metrics) */
+  onCommitFailed: ((cause: 'transient' | 'lesson') => void) | undefined;
   private readonly log: Deps['log'];
   private closed = false;
   /**
@@ -94,8 +97,15 @@ export class BoardService {
       maxLessons: this.opts.maxLessons,
       concurrency: this.opts.commitConcurrency,
       now: () => this.deps.clock.now(),
-      onFailure: (err, lessons, attempts) =>
-        this.log.error({ err: (err as Error).message, code: (err as { code?: string }).code, lessons, attempts }, 'board commit failed: operations refused as unavailable'),
+      onFailure: (err, lessonIds) => {
+        const code = (err as { code?: string }).code;
+        const cause = causedByInput(err) ? 'lesson' : 'transient';
+        for (let i = 0; i < lessonIds.length; i++) this.onCommitFailed?.(cause);
+        this.log.error(
+          { err: (err as Error).message, code, cause, ...(lessonIds.length === 1 ? { lesson_id: lessonIds[0] } : { lesson_ids: lessonIds }) },
+          'board commit failed: operations refused as unavailable',
+        );
+      },
     });
     this.previews = new PreviewService(deps.sql, deps.clock, this.opts.previewWidth, deps.config);
     this.seqs = new Batcher((ids) => this.store.seqs(deps.readSql, ids), {
@@ -103,6 +113,18 @@ export class BoardService {
       max: SEQ_BATCH_MAX,
       concurrency: deps.config.DATABASE_READ_POOL_SIZE,
     });
+  }
+
+  /**
+   * Checks the start of a stroke in progress (`head`: the freehand element without its points) by
+   * the rules of the `element.add` that will commit it: the lock, the pin, the page, the element
+   * id, the role. Throws the BoardOpError the commit would get. One read, from the read pool.
+   */
+  async admitStroke(lessonId: string, head: Omit<Extract<BoardElement, { type: 'freehand' }>, 'points'>, actor: Actor): Promise<void> {
+    const state = await this.store.admission(this.deps.readSql, lessonId, [head.id]);
+    if (!state) throw boardError('archived', 'the lesson was deleted');
+    const el = { ...head, points: [[0, 0]] } as BoardElement;
+    new BoardWork(state.head, state.elements).admit({ type: 'element.add', elements: [el] }, actor);
   }
 
   /**

@@ -33,6 +33,23 @@ export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
   let people: LessonPeople | undefined;
   // the presence check is asynchronous: a socket's signals still leave in the order they came
   const inOrder = new KeyedQueue((err) => log.error({ err }, 'signal relay failed'));
+  /**
+   * Each full-lesson socket's TURN renewal: credentials live TURN_TTL_SECONDS, and fresh ones go to
+   * the socket at half that while it is in the lesson. A person removed (their sockets closed, their
+   * links refused) gets none: what they hold stops working within the TTL.
+   */
+  const renewals = new WeakMap<ClientConnection, NodeJS.Timeout>();
+  const turnOn = !!deps.config.TURN_SECRET && deps.config.TURN_URLS.length > 0;
+  const iceServers = (conn: ClientConnection) => iceServersFor(deps.config, conn.person.id, conn.link.expires_at, deps.clock.now());
+  const renew = (conn: ClientConnection) => {
+    const timer = setTimeout(() => {
+      if (conn.state === 'closed') return;
+      conn.send(JSON.stringify({ type: 'call.ice_servers', ice_servers: iceServers(conn) }));
+      renew(conn);
+    }, (deps.config.TURN_TTL_SECONDS * 1000) / 2);
+    timer.unref();
+    renewals.set(conn, timer);
+  };
 
   const signal = <T extends 'rtc.offer' | 'rtc.answer' | 'rtc.ice' | 'rtc.hello'>(type: T) =>
     defineMessage({
@@ -82,10 +99,12 @@ export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
       } catch (err) {
         log.warn({ err: (err as Error).message, lesson_id: conn.lessonId }, 'media state unavailable');
       }
-      return { ice_servers: iceServersFor(deps.config, conn.person.id, conn.link.expires_at, deps.clock.now()), media: states, call_id: callId(conn) };
+      if (turnOn) renew(conn);
+      return { ice_servers: iceServers(conn), media: states, call_id: callId(conn) };
     },
     async onClosed({ conn, gateway, personLeft }) {
       if (conn.link.lesson_mode !== 'full') return;
+      clearTimeout(renewals.get(conn));
       // the tab's tiles go at once on every page, also while the person stays in another tab
       gateway.broadcast(conn.lessonId, JSON.stringify({ type: 'rtc.bye', from: conn.person.id, from_conn: callId(conn) }));
       if (!personLeft) return;

@@ -24,8 +24,9 @@ export function turnCredentials(secret: string, personId: string, expiresAt: Dat
  * The ICE servers of one participant's `welcome`: the static ICE_SERVERS
  * (STUN, or a TURN server with fixed credentials), plus, with TURN_URLS and
  * TURN_SECRET, the TURN server with credentials of this person that expire
- * with their link, and at most TURN_TTL_SECONDS from now. A page that
- * reconnects gets fresh ones in its next `welcome`.
+ * with their link, and at most TURN_TTL_SECONDS from now. The call feature
+ * sends fresh ones (`call.ice_servers`) at half the TTL while the socket is in
+ * the lesson, so a removed person's stop working within the TTL.
  */
 export function iceServersFor(
   c: Pick<Config, 'ICE_SERVERS' | 'TURN_URLS' | 'TURN_SECRET' | 'TURN_TTL_SECONDS'>,

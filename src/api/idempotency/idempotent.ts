@@ -20,11 +20,12 @@ let lastPurge = 0;
  * with `Idempotent-Replayed: true`; with another request it is 409
  * `idempotency_key_reused`; while the first still runs, a duplicate waits for it.
  * A request that did not run (422, 503) stores nothing: a corrected retry may
- * reuse the key. Without the header nothing changes.
+ * reuse the key. Without the header nothing changes; a blank one is 400.
  */
 export async function idempotent(ctx: ApiContext, rawBody: unknown, run: () => Promise<void>): Promise<void> {
+  // a header sent blank (Node strips the blanks) is a mistake, not "no key": refused, so the client sees it
+  if (ctx.req.headers['idempotency-key'] === undefined) return run();
   const key = ctx.get('idempotency-key');
-  if (!key) return run();
   if (!KEY_RE.test(key)) throw Errors.badRequest('Idempotency-Key must be 1-255 visible ASCII characters');
   const { deps, auth } = ctx.state;
   const partnerId = auth.partner.id;

@@ -148,7 +148,7 @@ export function Board(props: {
       message: (msg) => {
         if (msg.type === 'board.state') sync.onState(msg);
         else if (msg.type === 'board.ops') sync.onOps(msg);
-        else if (msg.type === 'board.ack') sync.onAck(msg.ref, msg.seq, msg.skipped);
+        else if (msg.type === 'board.ack') sync.onAck(msg.ref, msg.seq, msg.skipped, msg.restamped);
         else if (msg.type === 'board.reject') sync.onReject(msg.ref, msg.code, msg.message);
         else if (msg.type === 'board.resync') sync.onResync();
         else if (msg.type === 'board.stroke') sync.onStroke(msg);

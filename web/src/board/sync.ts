@@ -252,7 +252,7 @@ export class BoardSync {
     if (!this.board.pages.some((p) => p.id === page)) this.host.notify(`The teacher deleted "${name}", the page you were on.`);
   }
 
-  onAck(ref: string, seq: number | null, skipped: string[] = []): void {
+  onAck(ref: string, seq: number | null, skipped: string[] = [], restamped: Tombstone[] = []): void {
     const sent = this.inflight.get(ref);
     this.inflight.delete(ref);
     const page = this.page;
@@ -260,14 +260,15 @@ export class BoardSync {
       if (seq !== this.seq + 1) this.requestSync();
       else {
         this.seq = seq;
-        if (sent) this.applyConfirmed(withoutSkipped(sent.op, skipped));
+        if (sent) this.applyConfirmed(withoutSkipped(sent.op, skipped, restamped));
       }
     }
     if (sent) for (const c of sent.changes) this.settle(c);
-    // an element of mine that lost to a newer version now shows the server's
+    // an element of mine that lost to a newer version now shows the server's; a teacher's write the
+    // server stamped higher takes that stamp in the editor too
     // my own delete of the page I am on moves me to another one: shown as a page switch (it stayed on screen)
     if (page !== this.page) this.render(true);
-    else if (sent && (seq === null || skipped.length)) this.render(false);
+    else if (sent && (seq === null || skipped.length || restamped.length)) this.render(false);
     this.host.changed(this.view());
     if (sent?.op.type === 'page.add' && seq !== null) {
       this.adding = sent.op.page.id;

@@ -51,7 +51,7 @@ export interface ConnectionEvents {
 const SERVER_TYPES: Record<ServerMessage['type'], true> = {
   welcome: true, presence: true, cursor: true, pong: true, error: true,
   'board.state': true, 'board.ops': true, 'board.ack': true, 'board.reject': true, 'board.stroke': true, 'board.resync': true,
-  chat: true, 'rtc.hello': true, 'rtc.offer': true, 'rtc.answer': true, 'rtc.ice': true, 'rtc.bye': true, 'media.state': true, muted: true, unmuted: true,
+  chat: true, 'call.ice_servers': true, 'rtc.hello': true, 'rtc.offer': true, 'rtc.answer': true, 'rtc.ice': true, 'rtc.bye': true, 'media.state': true, muted: true, unmuted: true,
 };
 
 function isServerMessage(x: unknown): x is ServerMessage {

@@ -60,10 +60,26 @@ export class Call {
 
   constructor(
     private readonly me: string,
-    private readonly iceServers: RTCIceServer[],
+    private iceServers: RTCIceServer[],
     private readonly send: (m: Signal) => void,
     private readonly changed: () => void,
   ) {}
+
+  /**
+   * Fresh ICE servers (TURN credentials expire: the gateway sends new ones while I am in the lesson):
+   * new connections use them, open ones take them for their next ICE restart, and a relayed
+   * connection that fails when its old credentials expire is replaced with them (recover).
+   */
+  setIceServers(servers: RTCIceServer[]): void {
+    this.iceServers = servers;
+    for (const { pc } of this.pcs.values()) {
+      try {
+        pc.setConfiguration({ ...pc.getConfiguration(), iceServers: servers });
+      } catch {
+        // a closed connection refuses a new configuration: nothing to renew
+      }
+    }
+  }
 
   /** Asks for camera and microphone; the call works receive-only when they are refused. */
   start(): Promise<void> {
