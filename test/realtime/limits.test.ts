@@ -105,9 +105,11 @@ describe('idle timeout', () => {
     await gw.maintenance.guard('flush', () => gw.maintenance.flush());
     expect((await lessonRow(gw.deps.sql, f.lesson.id)).billed_seconds).toBeLessThanOrEqual(2);
     // the watcher keeps its connection alive by answering pings (ws does that by default)
-    await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 12_000);
+    await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 16_000);
     const elapsed = (Date.now() - t0) / 1000;
-    expect(elapsed).toBeLessThanOrEqual(8.5);
+    // within the timeout, plus what a loaded 2-core machine adds to the close reaching the watcher
+    // (seen: over 0.5 s); one 4 s tick late (12 s) would still fail
+    expect(elapsed).toBeLessThanOrEqual(8 + 3);
     // one ping per keepalive cycle ((8 s - 4 s) / 3), not one per 50 ms tick (~10 a second)
     expect(pings).toBeLessThanOrEqual(Math.ceil(elapsed / ((8 - 4) / 3)) + 1);
     // uWS checks idle sockets on 4 s ticks, so the close may come up to one tick before the
@@ -123,7 +125,7 @@ describe('idle timeout', () => {
     expect(billed).toBeLessThanOrEqual(2);
     void silent;
     await watcher.close();
-  }, 20_000);
+  }, 30_000);
 });
 
 describe('backpressure', () => {
