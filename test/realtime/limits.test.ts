@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { join, TestClient } from './helpers/client.js';
 import { lessonRow, lessonWithLinks } from './helpers/fixtures.js';
 import { startTestGateway } from './helpers/gateway.js';
+import { eventually } from '../helpers/wait.js';
 
 const clock = new ManualClock(new Date('2026-05-05T12:00:00Z'));
 const gw = await startTestGateway({
@@ -46,13 +47,13 @@ describe('message rate', () => {
     for (let i = 0; i < 12; i++) a.send({ type: 'cursor', x: i, y: 0 });
     await a.waitType('error');
     await b.waitFor((m) => m.type === 'cursor' && m.x === 9, 'the 10th cursor');
-    await new Promise((r) => setTimeout(r, 100));
-    expect(b.of('cursor')).toHaveLength(10);
     expect(a.of('error').map((e) => e.code)).toEqual(['rate_limited']);
 
     clock.advance(1000); // 5 more tokens
     for (let i = 100; i < 105; i++) a.send({ type: 'cursor', x: i, y: 0 });
     await b.waitFor((m) => m.type === 'cursor' && m.x === 104, 'cursor after refill');
+    // relayed in order after the first twelve: by now the two over the rate would have come
+    expect(b.of('cursor').filter((m) => m.x < 100)).toHaveLength(10);
 
     for (let i = 0; i < 30; i++) a.send({ type: 'cursor', x: -i, y: 0 });
     expect(await a.waitClosed()).toBe(4429);
@@ -70,8 +71,9 @@ describe('connections per address', () => {
     await expect(fourth.opened).rejects.toThrow(/429/);
     const elsewhere = await join(gw.wsUrl(await link(f, 'p5')), ip());
     await open[0].close();
-    await new Promise((r) => setTimeout(r, 50));
-    const again = await join(gw.wsUrl(await link(f, 'p6')), addr);
+    // the slot is free once the node has seen the close (a moment, or more on a loaded machine)
+    const p6 = await link(f, 'p6');
+    const again = await eventually(async () => join(gw.wsUrl(p6), addr).catch(() => undefined), 'the slot freed');
     await Promise.all([...open.slice(1), elsewhere, again].map((c) => c.close()));
   });
 });
@@ -157,7 +159,7 @@ describe('backpressure', () => {
     expect(left.person.id).toBe(sleeperId);
     expect(sender.ws.readyState).toBe(sender.ws.OPEN);
     await Promise.all([watcher.close(), sender.close()]);
-  }, 30_000);
+  }, 60_000); // 28 s seen at load average 20
 });
 
 
