@@ -26,7 +26,8 @@ import { startTestGateway } from './helpers/gateway.js';
  */
 const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
 const env = await isolatedEnv();
-const options = { retries: { meter: [20, 50] } };
+// the join announcer's too: Bob's participant.joined fails the same way, and settle() waits for it
+const options = { retries: { meter: [20, 50], joins: { waits: [20, 50], againMs: 200 } } };
 const gw = await startTestGateway({ clock, env, options });
 const other = await startTestGateway({ clock, env, options });
 const { sql } = gw.deps;
