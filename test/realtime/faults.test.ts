@@ -13,7 +13,7 @@ import { spawnGateway, spawnRedis, type GatewayProcess } from './helpers/process
  * never the shared one) and gateway processes with short test settings:
  * lease 3 s (heartbeat 1 s), flush 1 s, SESSION_IDLE_SECONDS 2.
  */
-const redis = await spawnRedis();
+let redis = await spawnRedis();
 const env = {
   ...(await isolatedEnv()),
   REDIS_URL: redis.url,
@@ -92,7 +92,7 @@ describe('Redis loses its state while a lesson runs', () => {
     await logged([[n1, m1], [n2, m2]], 'redis error'); // an outage: the nodes notice it
     await c.close(); // leaves while Redis is down: the node keeps the departure and retries
     await logged([[n2, m2]], 'presence unavailable at leave; will retry');
-    await spawnRedis(redis.port);
+    redis = await spawnRedis(redis.port); // the handle the next test kills
     // the nodes re-registered Ann and Bob and the retried departure removed Cid
     await eventually(async () => (await registered(f.lesson.id)) === 2, 're-registration and the retried departure', 15_000);
     const d = await join(n1.wsUrl(await f.link('d', { name: 'Dan' })));
@@ -122,7 +122,7 @@ describe('Redis loses its state while a lesson runs', () => {
     await b.close(); // Ann is alone from here on
     await logged([[n2, m2]], 'presence unavailable at leave; will retry');
     const restartedAt = Date.now();
-    await spawnRedis(redis.port);
+    redis = await spawnRedis(redis.port); // the handle the next test kills
     const billed = await billedSettles(f.lesson.id);
     const start = s.started_at.getTime();
     expect(billed).toBeGreaterThanOrEqual(Math.floor(seconds(leftAt - start)) - 1);
