@@ -29,6 +29,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number) => ms / 1000;
 /** Connections Redis holds for the lesson (the gateways registered them, or re-registered them after a loss). */
 const registered = async (lessonId: string) => deps.redis.hlen(`gw:l:{${lessonId}}:c`).catch(() => 0);
+/** The names of the people Redis holds as present in the lesson. */
+const presentNames = async (lessonId: string) =>
+  Object.values(await deps.redis.hgetall(`gw:l:{${lessonId}}:i`).catch(() => ({}))).map((v) => (JSON.parse(v) as { name: string }).name).sort();
 /** Waits until each node logged `msg` after the mark (its log's length then): what the node noticed, not a fixed time. */
 async function logged(nodes: [GatewayProcess, number][], msg: string): Promise<void> {
   await eventually(async () => nodes.every(([n, from]) => n.logs.slice(from).some((l) => l.includes(`"msg":"${msg}"`))), `"${msg}" logged`, 15_000);
@@ -93,8 +96,13 @@ describe('Redis loses its state while a lesson runs', () => {
     await c.close(); // leaves while Redis is down: the node keeps the departure and retries
     await logged([[n2, m2]], 'presence unavailable at leave; will retry');
     redis = await spawnRedis(redis.port); // the handle the next test kills
-    // the nodes re-registered Ann and Bob and the retried departure removed Cid
-    await eventually(async () => (await registered(f.lesson.id)) === 2, 're-registration and the retried departure', 15_000);
+    // the nodes re-registered Ann and Bob and the retried departure removed Cid (two connections alone
+    // may still be Ann's and Cid's, before Bob's node re-registered him)
+    await eventually(
+      async () => (await registered(f.lesson.id)) === 2 && (await presentNames(f.lesson.id)).join() === 'Ann,Bob',
+      're-registration and the retried departure',
+      15_000,
+    );
     const d = await join(n1.wsUrl(await f.link('d', { name: 'Dan' })));
     expect(d.of('welcome')[0].people.map((p: any) => p.name).sort()).toEqual(['Ann', 'Bob', 'Dan']);
     await Promise.all([b.close(), d.close()]);

@@ -47,7 +47,8 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('\n')}`)), 30_000);
+    // 20 s and more seen at load average 40 for the build's start alone
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('\n')}`)), 60_000);
     let buf = '';
     const onLine = (line: string) => {
       logs.push(line);
