@@ -20,8 +20,8 @@ import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
 import type { Redis } from '../src/redis.js';
-import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
-import { Meter } from './metering/Meter.js';
+import { JoinAnnouncer, type JoinRetries } from './metering/JoinAnnouncer.js';
+import { Meter, type MeterRetries } from './metering/Meter.js';
 import { Certainty } from './metering/Certainty.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import type { CloseCodeName } from './protocol/closeCodes.js';
@@ -36,6 +36,8 @@ export interface GatewayOptions {
   nodeId?: string;
   /** the gateway's Prometheus families (src/metrics/gateway.ts); omitted (METRICS_PORT off): nothing is recorded */
   metrics?: GatewayMetrics;
+  /** the waits between Postgres attempts (tests of an outage shorten them); omitted: the production ones */
+  retries?: { meter?: MeterRetries; joins?: JoinRetries };
 }
 
 /** What a Gateway is built from: startGateway (realtime/index.ts) makes them, a unit test passes its own. */
@@ -148,10 +150,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.features = parts.features ?? [];
     this.presence = parts.presence;
     this.loadSeed = parts.loadSeed;
-    this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
+    this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3), parts.retries?.meter);
     this.admission = new Admission(deps);
     this.personRates = new PersonRates(parts.redis, PERSON_RATES);
-    this.announcer = new JoinAnnouncer(deps.sql, this.log, (j) => this.presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()));
+    this.announcer = new JoinAnnouncer(deps.sql, this.log, (j) => this.presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()), parts.retries?.joins);
     this.bus = new LessonBus(parts.redis, deps.config.REDIS_KEY_PREFIX, this.nodeId, (lessonId, e) => this.lessons.get(lessonId)?.receive(e), this.log);
     this.metrics = parts.metrics ?? noMetrics;
     const metrics = this.metrics;

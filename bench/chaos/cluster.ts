@@ -7,13 +7,15 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { migrate } from '../../src/db/migrate.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
+import { serviceMain } from '../../test/helpers/entry.js';
 import { freePort, logPort, spawnUntilPort } from '../lib/service.js';
 
 /**
  * The processes of a fault scenario, as an operator runs them: one API, two
- * gateways, one dispatcher (each its own process, `src/main.ts` with one role),
- * on a database of its own and on a redis-server of its own (on a free port),
- * which a scenario may kill and start again. Every exit of a service process is
+ * gateways, one dispatcher (each its own process, `src/main.ts` with one role,
+ * from the build when it is current: test/helpers/entry.ts), on a database of
+ * its own and on a redis-server of its own (on a free port), which a scenario
+ * may kill and start again. Every exit of a service process is
  * recorded (`exits`): no scenario expects one.
  */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -206,7 +208,7 @@ export class Cluster {
       role0 === 'api' ? logPort('partner API listening') : role0 === 'gateway' ? logPort('gateway listening') : (line: string) => (line.includes('"webhook dispatcher running"') ? 1 : undefined);
     const lines: string[] = [];
     let proc!: ChildProcess;
-    const { port } = await spawnUntilPort(['src/main.ts'], this.serviceEnv({ ROLES: role0, LOG_LEVEL: 'info' }), ready, {
+    const { port } = await spawnUntilPort([serviceMain()], this.serviceEnv({ ROLES: role0, LOG_LEVEL: 'info' }), ready, {
       cwd: ROOT,
       timeoutMs: 60_000,
       onSpawn: (p) => (proc = track(p)),

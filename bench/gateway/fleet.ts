@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { cpuSeconds, procStat } from '../lib/service.js';
 
@@ -131,17 +131,5 @@ export async function probe(nodes: Node[], k: number, timeoutMs = 300_000): Prom
   };
 }
 
-/**
- * The gateway runs from the build (gatewayEntry.ts): the sources under src/ and realtime/ whose
- * compiled file in dist/ is missing or older than they are. Empty: the build is current.
- */
-export function staleBuild(root: string): string[] {
-  return ['src', 'realtime']
-    .flatMap((dir) => readdirSync(path.join(root, dir), { recursive: true, withFileTypes: true }))
-    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
-    .map((e) => path.relative(root, path.join(e.parentPath, e.name)))
-    .filter((rel) => {
-      const js = path.join(root, 'dist', rel.replace(/\.ts$/, '.js'));
-      return !existsSync(js) || statSync(js).mtimeMs < statSync(path.join(root, rel)).mtimeMs;
-    });
-}
+/** The gateway runs from the build (gatewayEntry.ts): what of it is older than the sources (the tests' check). */
+export { staleBuild } from '../../test/helpers/entry.js';

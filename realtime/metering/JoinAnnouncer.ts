@@ -12,6 +12,11 @@ const BATCH_MAX = 200;
 const RETRY_WAITS = [200, 1000, 5000];
 /** A batch whose attempts all failed (Postgres away longer than RETRY_WAITS) is kept and tried again this often (ms). */
 export const AGAIN_MS = 5000;
+/** The waits (ms) between a batch's attempts and before a kept batch's next try: RETRY_WAITS and AGAIN_MS unless a test shortens them. */
+export interface JoinRetries {
+  waits: readonly number[];
+  againMs: number;
+}
 /**
  * Arrivals kept for a later try, at most. While Postgres is away only links
  * this node already knows can join (an unknown token is refused with 503), so
@@ -47,11 +52,12 @@ export class JoinAnnouncer {
     private readonly log: Logger,
     /** Redis's filter forgets the claim of an arrival (Presence.forgetJoined) */
     private readonly forget: (join: ParticipantJoin) => Promise<void>,
+    private readonly retries: JoinRetries = { waits: RETRY_WAITS, againMs: AGAIN_MS },
   ) {
     this.batcher = new Batcher<ParticipantJoin, void>(
       async (batch) => {
         try {
-          await withRetry(() => recordParticipantsJoined(sql, batch), RETRY_WAITS);
+          await withRetry(() => recordParticipantsJoined(sql, batch), retries.waits);
           for (const join of batch) this.unrecorded.delete(join);
         } catch (err) {
           this.keep(batch, err);
@@ -110,7 +116,7 @@ export class JoinAnnouncer {
       const again = this.waiting;
       this.waiting = [];
       for (const join of again) this.add(join);
-    }, AGAIN_MS);
+    }, this.retries.againMs);
     this.again.unref();
   }
 }

@@ -38,6 +38,9 @@ const PAUSE_BATCH_MS = 50;
  */
 const RETRY_WAITS = [100, 500, 2000, 5000];
 
+/** The waits (ms) between a failed effect's attempts: RETRY_WAITS unless a test shortens them. */
+export type MeterRetries = readonly number[];
+
 /**
  * Turns the meter transitions decided in Redis into Postgres writes: session
  * start (lesson.started), charges at every pause and every flush (a
@@ -70,6 +73,7 @@ export class Meter {
     private readonly presence: Presence,
     /** how old a snapshot may get before a flush rewrites it unchanged (a third of the orphan limit) */
     private readonly heartbeatMs: number,
+    private readonly retryWaits: MeterRetries = RETRY_WAITS,
   ) {
     this.log = deps.log.child({ component: 'meter' });
     this.snapshots = new SnapshotWriter(deps.sql);
@@ -92,7 +96,7 @@ export class Meter {
     const m = change.meter;
     if (!m || change.effects.length === 0) return Promise.resolve();
     return this.queue.run(lessonId, () =>
-      withRetry(() => this.applyNow(lessonId, m, change, now), RETRY_WAITS).catch((err: unknown) => {
+      withRetry(() => this.applyNow(lessonId, m, change, now), this.retryWaits).catch((err: unknown) => {
         if (m.state === 'starting' && change.effects.includes('start')) this.retryStart(lessonId, now);
         throw err;
       }),
@@ -128,7 +132,7 @@ export class Meter {
       withRetry(async () => {
         const after = await this.finishEndNow(lessonId, end, now);
         await this.snapshot(lessonId, after ?? m, 0, now, true);
-      }, RETRY_WAITS),
+      }, this.retryWaits),
     );
   }
 

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
-import { readOrUnavailable } from '../../src/db/errors.js';
+import { READ_WAIT_MS, readOrUnavailable } from '../../src/db/errors.js';
 import { partnerRoutes } from '../../src/api/routes/index.js';
 import { startProxy } from '../board/proxy.js';
 import { startTestApi } from '../helpers/api.js';
@@ -51,9 +51,9 @@ describe('reads while Postgres backends are terminated', () => {
     }
     expect(killed).toBeGreaterThan(5);
     expect(statuses.filter((s) => / 5\d\d$/.test(s))).toEqual([]);
-  }, 60_000);
+  }, 120_000); // 15 rounds of 4 requests: a minute and more at load average 40 (its killer would outlive a time-out and break the next test)
 
-  it('Postgres unreachable: a GET answers 503 unavailable with Retry-After (not 500), an uncached key too; once it is back the next GET answers 200 within 3 s', async () => {
+  it('Postgres unreachable: a GET answers 503 unavailable with Retry-After (not 500), an uncached key too; once it is back the next GET answers 200 within its read wait', async () => {
     const db = new URL(config.DATABASE_URL);
     const proxy = await startProxy(Number(db.port || 5432));
     const via = new URL(db);
@@ -75,10 +75,12 @@ describe('reads while Postgres backends are terminated', () => {
     }
     // Back: the next GET waits for the pool's reconnect, at most 2 s after refusals (reconnectBackoff,
     // src/db/index.ts); with postgres.js's own 20 s cap it waited past READ_WAIT_MS and answered 503.
+    // The 200 is the proof; the clock only says it came within the read wait (a loaded 2-core machine
+    // adds seconds to the 2 s of the backoff, so a tighter bound would judge the machine).
     proxy.cut(0);
     const backAt = Date.now();
     expect((await cut.request('GET', '/balance', { key: fresh.apiKey })).status).toBe(200);
-    expect(Date.now() - backAt).toBeLessThan(3_000);
+    expect(Date.now() - backAt).toBeLessThan(READ_WAIT_MS);
   }, 60_000);
 
   it('the wait is cut for reads only where asked: a route with its own deadline (the preview) is not cut', async () => {

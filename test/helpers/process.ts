@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type postgres from 'postgres';
 import { afterAll } from 'vitest';
 import { testEnv } from './deps.js';
+import { serviceEntry } from './entry.js';
 
 const children = new Set<ChildProcess>();
 // Registered when a test file imports this helper: every child it started is
@@ -28,11 +29,11 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `src/main.ts` as a real child process with the test run's database and
- * Redis prefix, and waits until `readyUrl` answers 200. Killed after the file.
+ * Starts the service (`src/main.ts`, from the build when it is current: entry.ts) as a real child
+ * process with the test run's database and Redis prefix, and waits until `readyUrl` answers 200. Killed after the file.
  */
 export async function spawnService(env: Record<string, string>, readyUrl: string, timeoutMs = 30_000): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serviceEntry(), {
     env: { ...process.env, ...testEnv(env) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -6,14 +6,14 @@ import { join } from './helpers/client.js';
 import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 import { eventually } from '../helpers/wait.js';
-import { spawnGateway, spawnRedis } from './helpers/processes.js';
+import { spawnGateway, spawnRedis, type GatewayProcess } from './helpers/processes.js';
 
 /**
  * Faults with real processes: a Redis of our own (started and killed here,
  * never the shared one) and gateway processes with short test settings:
  * lease 3 s (heartbeat 1 s), flush 1 s, SESSION_IDLE_SECONDS 2.
  */
-const redis = await spawnRedis();
+let redis = await spawnRedis();
 const env = {
   ...(await isolatedEnv()),
   REDIS_URL: redis.url,
@@ -29,6 +29,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number) => ms / 1000;
 /** Connections Redis holds for the lesson (the gateways registered them, or re-registered them after a loss). */
 const registered = async (lessonId: string) => deps.redis.hlen(`gw:l:{${lessonId}}:c`).catch(() => 0);
+/** The names of the people Redis holds as present in the lesson. */
+const presentNames = async (lessonId: string) =>
+  Object.values(await deps.redis.hgetall(`gw:l:{${lessonId}}:i`).catch(() => ({}))).map((v) => (JSON.parse(v) as { name: string }).name).sort();
+/** Waits until each node logged `msg` after the mark (its log's length then): what the node noticed, not a fixed time. */
+async function logged(nodes: [GatewayProcess, number][], msg: string): Promise<void> {
+  await eventually(async () => nodes.every(([n, from]) => n.logs.slice(from).some((l) => l.includes(`"msg":"${msg}"`))), `"${msg}" logged`, 15_000);
+}
 /** The lesson's first session, once the meter started it. */
 const firstSession = async (lessonId: string) => (await eventually(async () => (await sessionsOf(sql, lessonId)).length && sessionsOf(sql, lessonId), 'the session'))[0];
 /**
@@ -83,13 +90,19 @@ describe('Redis loses its state while a lesson runs', () => {
     const c = await join(n2.wsUrl(await f.link('c', { name: 'Cid' })));
     const t0 = Date.now();
     await firstSession(f.lesson.id);
+    const [m1, m2] = [n1.logs.length, n2.logs.length];
     await redis.kill();
-    await sleep(1000); // an outage: the nodes notice it
+    await logged([[n1, m1], [n2, m2]], 'redis error'); // an outage: the nodes notice it
     await c.close(); // leaves while Redis is down: the node keeps the departure and retries
-    await sleep(1000);
-    await spawnRedis(redis.port);
-    // the nodes re-registered Ann and Bob and the retried departure removed Cid
-    await eventually(async () => (await registered(f.lesson.id)) === 2, 're-registration and the retried departure', 15_000);
+    await logged([[n2, m2]], 'presence unavailable at leave; will retry');
+    redis = await spawnRedis(redis.port); // the handle the next test kills
+    // the nodes re-registered Ann and Bob and the retried departure removed Cid (two connections alone
+    // may still be Ann's and Cid's, before Bob's node re-registered him)
+    await eventually(
+      async () => (await registered(f.lesson.id)) === 2 && (await presentNames(f.lesson.id)).join() === 'Ann,Bob',
+      're-registration and the retried departure',
+      15_000,
+    );
     const d = await join(n1.wsUrl(await f.link('d', { name: 'Dan' })));
     expect(d.of('welcome')[0].people.map((p: any) => p.name).sort()).toEqual(['Ann', 'Bob', 'Dan']);
     await Promise.all([b.close(), d.close()]);
@@ -110,13 +123,14 @@ describe('Redis loses its state while a lesson runs', () => {
     const a = await join(n1.wsUrl(await f.link('a')));
     const b = await join(n2.wsUrl(await f.link('b')));
     const s = await firstSession(f.lesson.id);
+    const [m1, m2] = [n1.logs.length, n2.logs.length];
     await redis.kill();
-    await sleep(500); // an outage the nodes notice
+    await logged([[n1, m1], [n2, m2]], 'redis error'); // an outage the nodes notice
     const leftAt = Date.now();
     await b.close(); // Ann is alone from here on
-    await sleep(1500);
+    await logged([[n2, m2]], 'presence unavailable at leave; will retry');
     const restartedAt = Date.now();
-    await spawnRedis(redis.port);
+    redis = await spawnRedis(redis.port); // the handle the next test kills
     const billed = await billedSettles(f.lesson.id);
     const start = s.started_at.getTime();
     expect(billed).toBeGreaterThanOrEqual(Math.floor(seconds(leftAt - start)) - 1);

@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { join, TestClient } from './helpers/client.js';
 import { lessonRow, lessonWithLinks } from './helpers/fixtures.js';
 import { startTestGateway } from './helpers/gateway.js';
+import { eventually } from '../helpers/wait.js';
 
 const clock = new ManualClock(new Date('2026-05-05T12:00:00Z'));
 const gw = await startTestGateway({
@@ -46,13 +47,13 @@ describe('message rate', () => {
     for (let i = 0; i < 12; i++) a.send({ type: 'cursor', x: i, y: 0 });
     await a.waitType('error');
     await b.waitFor((m) => m.type === 'cursor' && m.x === 9, 'the 10th cursor');
-    await new Promise((r) => setTimeout(r, 100));
-    expect(b.of('cursor')).toHaveLength(10);
     expect(a.of('error').map((e) => e.code)).toEqual(['rate_limited']);
 
     clock.advance(1000); // 5 more tokens
     for (let i = 100; i < 105; i++) a.send({ type: 'cursor', x: i, y: 0 });
     await b.waitFor((m) => m.type === 'cursor' && m.x === 104, 'cursor after refill');
+    // relayed in order after the first twelve: by now the two over the rate would have come
+    expect(b.of('cursor').filter((m) => m.x < 100)).toHaveLength(10);
 
     for (let i = 0; i < 30; i++) a.send({ type: 'cursor', x: -i, y: 0 });
     expect(await a.waitClosed()).toBe(4429);
@@ -70,8 +71,9 @@ describe('connections per address', () => {
     await expect(fourth.opened).rejects.toThrow(/429/);
     const elsewhere = await join(gw.wsUrl(await link(f, 'p5')), ip());
     await open[0].close();
-    await new Promise((r) => setTimeout(r, 50));
-    const again = await join(gw.wsUrl(await link(f, 'p6')), addr);
+    // the slot is free once the node has seen the close (a moment, or more on a loaded machine)
+    const p6 = await link(f, 'p6');
+    const again = await eventually(async () => join(gw.wsUrl(p6), addr).catch(() => undefined), 'the slot freed');
     await Promise.all([...open.slice(1), elsewhere, again].map((c) => c.close()));
   });
 });
@@ -105,9 +107,11 @@ describe('idle timeout', () => {
     await gw.maintenance.guard('flush', () => gw.maintenance.flush());
     expect((await lessonRow(gw.deps.sql, f.lesson.id)).billed_seconds).toBeLessThanOrEqual(2);
     // the watcher keeps its connection alive by answering pings (ws does that by default)
-    await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 12_000);
+    await watcher.waitFor((m) => m.type === 'presence' && m.event === 'left', 'the silent client removed', 16_000);
     const elapsed = (Date.now() - t0) / 1000;
-    expect(elapsed).toBeLessThanOrEqual(8.5);
+    // within the timeout, plus what a loaded 2-core machine adds to the close reaching the watcher
+    // (seen: over 0.5 s); one 4 s tick late (12 s) would still fail
+    expect(elapsed).toBeLessThanOrEqual(8 + 3);
     // one ping per keepalive cycle ((8 s - 4 s) / 3), not one per 50 ms tick (~10 a second)
     expect(pings).toBeLessThanOrEqual(Math.ceil(elapsed / ((8 - 4) / 3)) + 1);
     // uWS checks idle sockets on 4 s ticks, so the close may come up to one tick before the
@@ -123,7 +127,7 @@ describe('idle timeout', () => {
     expect(billed).toBeLessThanOrEqual(2);
     void silent;
     await watcher.close();
-  }, 20_000);
+  }, 30_000);
 });
 
 describe('backpressure', () => {
@@ -155,7 +159,7 @@ describe('backpressure', () => {
     expect(left.person.id).toBe(sleeperId);
     expect(sender.ws.readyState).toBe(sender.ws.OPEN);
     await Promise.all([watcher.close(), sender.close()]);
-  }, 30_000);
+  }, 60_000); // 28 s seen at load average 20
 });
 
 

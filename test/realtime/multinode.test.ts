@@ -63,9 +63,14 @@ describe('two gateway nodes', () => {
     const token = await f.link('both', { name: 'Both' });
     const [c1, c2] = await Promise.all([join(n1.wsUrl(token)), join(n2.wsUrl(token))]);
     const c3 = await join(n2.wsUrl(token));
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await eventsOf(sql, f.partner.id, 'participant.joined')).toHaveLength(1);
-    await Promise.all([c1.close(), c2.close(), c3.close()]);
+    // later arrivals on each node: once theirs are recorded, a second one for Both would be too
+    const later = await Promise.all([join(n1.wsUrl(await f.link('p1', { name: 'P1' }))), join(n2.wsUrl(await f.link('p2', { name: 'P2' })))]);
+    const joined = await eventually(async () => {
+      const e = await eventsOf(sql, f.partner.id, 'participant.joined');
+      return e.some((x) => x.data.name === 'P1') && e.some((x) => x.data.name === 'P2') && e;
+    }, 'the later arrivals recorded');
+    expect(joined.filter((e) => e.data.name === 'Both')).toHaveLength(1);
+    await Promise.all([c1.close(), c2.close(), c3.close(), ...later.map((c) => c.close())]);
   });
 
   it('stops counting the people of a SIGKILLed node within 20 s, and bills no more than the lease after its death', async () => {
@@ -92,5 +97,5 @@ describe('two gateway nodes', () => {
     await new Promise((r) => setTimeout(r, 2500));
     expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(billed);
     await a.close();
-  }, 40_000);
+  }, 90_000); // a gateway started here (20 s and more at load average 40) and up to 20 s of reaping
 });

@@ -5,13 +5,15 @@ import { balanceOf } from '../helpers/factories.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { postgresSwitch } from '../helpers/postgresAway.js';
+import { eventually } from '../helpers/wait.js';
 import { join } from './helpers/client.js';
 import { lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { startTestGateway } from './helpers/gateway.js';
 
 /**
  * A session start Redis decided but the node could not write (Postgres away
- * for longer than the meter's retries, 7.6 s). Redis keeps the start pending
+ * for longer than the meter's retries: 7.6 s in production, shortened here to
+ * 70 ms, the wait for the give-up being all they change). Redis keeps the start pending
  * and retries it in the ticks of the nodes that serve the lesson. If everyone
  * left meanwhile no node serves it, so the node keeps ticking the lessons whose
  * start it failed (Meter.unstarted) until their session is made, and a
@@ -24,8 +26,10 @@ import { startTestGateway } from './helpers/gateway.js';
  */
 const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
 const env = await isolatedEnv();
-const gw = await startTestGateway({ clock, env });
-const other = await startTestGateway({ clock, env });
+// the join announcer's too: Bob's participant.joined fails the same way, and settle() waits for it
+const options = { retries: { meter: [20, 50], joins: { waits: [20, 50], againMs: 200 } } };
+const gw = await startTestGateway({ clock, env, options });
+const other = await startTestGateway({ clock, env, options });
 const { sql } = gw.deps;
 const postgres = postgresSwitch(env.DATABASE_URL);
 const sec = (s: number) => s * 1000;
@@ -41,7 +45,9 @@ async function startFailed() {
   await postgres.away();
   try {
     const b = await join(gw.wsUrl(bob)); // two people: the session starts in Redis, its Postgres write fails
-    await new Promise((r) => setTimeout(r, 9000)); // past the meter's retries (100 + 500 + 2000 + 5000 ms)
+    // past the meter's retries: the node gave the start up and keeps it for its maintenance
+    await gw.settle();
+    await eventually(async () => (await gw.gateway.meter.startsPending()).includes(f.lesson.id), 'the failed start kept for a retry');
     return { f, ann, b, startAt };
   } finally {
     await postgres.back();

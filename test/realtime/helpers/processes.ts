@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { testEnv } from '../../helpers/deps.js';
+import { serviceEntry } from '../../helpers/entry.js';
 import { freePort } from '../../helpers/net.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -31,12 +32,12 @@ export interface GatewayProcess {
 }
 
 /**
- * A real gateway process: `node --import tsx src/main.ts` with ROLES=gateway
- * (the production entry point), on a free port, against the given database
- * and Redis prefix.
+ * A real gateway process: the production entry point (src/main.ts, from the
+ * build when it is current: test/helpers/entry.ts) with ROLES=gateway, on a
+ * free port, against the given database and Redis prefix.
  */
 export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const proc = spawn(process.execPath, serviceEntry(), {
     cwd: ROOT,
     env: { ...process.env, ...testEnv(), ...env, ROLES: 'gateway', GATEWAY_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,7 +47,8 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('\n')}`)), 30_000);
+    // 20 s and more seen at load average 40 for the build's start alone
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('\n')}`)), 60_000);
     let buf = '';
     const onLine = (line: string) => {
       logs.push(line);
