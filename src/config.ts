@@ -90,6 +90,19 @@ export const ConfigSchema = z.object({
   BOARD_RENDER_MEMORY_MB: z.coerce.number().int().min(64).max(4096).default(512),
   BOARD_RENDER_QUEUE_MS: z.coerce.number().int().min(0).max(4000).default(4000),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500),
+  // Files on the board (docs/board.md, "Images and PDFs")
+  /** largest file one upload may carry, in bytes (the request body; the stored re-encode counts against the lesson) */
+  FILE_MAX_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024),
+  /** stored bytes of all files of one lesson */
+  FILE_LESSON_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  /** files of one lesson */
+  FILE_LESSON_MAX_FILES: z.coerce.number().int().min(1).max(100_000).default(500),
+  /** uploads per person (across their tabs and the gateway's nodes) in any rolling minute */
+  FILE_UPLOADS_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(60),
+  /** decoded pixels (width x height, read from the header before decoding) above which an image is refused */
+  FILE_MAX_PIXELS: z.coerce.number().int().min(1).max(268_402_689).default(40_000_000),
+  /** images a gateway process decodes and re-encodes at once (each may take ~4 bytes a pixel); the rest wait */
+  FILE_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
   /** folder of the built participant page served by the gateway (default: dist/web of this checkout) */
   WEB_DIR: z.string().min(1).optional(),
   // Video call
