@@ -3,10 +3,14 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ElementSchema } from '../../src/board/schema.js';
+import { BoardStore } from '../../src/board/store.js';
 import { archiveLesson } from '../../src/domain/lessons.js';
+import { startTestApi } from '../helpers/api.js';
 import { join } from '../realtime/helpers/client.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
+import { del, image } from './factories.js';
 
 /**
  * Files on the board at the gateway, against hostile uploads: every refusal
@@ -17,6 +21,7 @@ const gw = await startTestGateway({
   env: { FILE_MAX_BYTES: '300000', FILE_LESSON_MAX_BYTES: '200000', FILE_LESSON_MAX_FILES: '4', FILE_UPLOADS_PER_MINUTE: '8' },
 });
 const { sql } = gw.deps;
+const api = await startTestApi({ env: gw.env });
 const statuses: number[] = [];
 afterAll(() => expect(statuses.filter((s) => s >= 500)).toEqual([]));
 
@@ -260,5 +265,40 @@ describe('limits', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(await stored(f.lesson.id)).toEqual([]);
     expect((await upload(f.lesson.id, token, png)).status).toBe(201);
+  });
+});
+
+describe('image elements on the board', () => {
+  const board = new BoardStore(sql);
+  const teacher = { role: 'teacher' as const };
+  const apply = (lessonId: string, op: Parameters<BoardStore['commitBatch']>[1][number]['op']) => board.commitBatch(lessonId, [{ op, actor: teacher }], new Date());
+
+  it('name a file by its sha-256 and carry scale and crop; anything else is refused by the schema', () => {
+    const ok = image('i1', 'a'.repeat(64), { scale: [-1, 1], crop: { x: 10, y: 0, width: 50, height: 40, natural_width: 200, natural_height: 100 } });
+    expect(ElementSchema.parse(ok)).toEqual(ok);
+    expect(ElementSchema.safeParse(image('i1', '../etc/passwd')).success).toBe(false);
+    expect(ElementSchema.safeParse(image('i1', 'a'.repeat(64), { scale: [2, 1] })).success).toBe(false);
+    expect(ElementSchema.safeParse(image('i1', 'a'.repeat(64), { status: 'error' })).success).toBe(false);
+  });
+
+  it('keep their file while deleted (an undo revives them), and the snapshot lists the files and names them', async () => {
+    const f = await lessonWithLinks(sql);
+    const token = await f.link('s1');
+    const file = (await upload(f.lesson.id, token, await solid(40, 30, 7))).body;
+    // placed while uploading under its author's id, then saved under the file's
+    await apply(f.lesson.id, { type: 'element.add', elements: [image('img', 'b'.repeat(64), { status: 'pending' })] });
+    await apply(f.lesson.id, { type: 'element.update', elements: [image('img', file.id, { version: 2 })] });
+    // an older write of the element loses, as for any element
+    const stale = await apply(f.lesson.id, { type: 'element.update', elements: [image('img', 'b'.repeat(64), { status: 'pending', version: 2, version_nonce: 5 })] });
+    expect(stale[0]).toMatchObject({ ok: true, seq: null });
+    await apply(f.lesson.id, { type: 'element.delete', elements: [del('img', 3)] });
+    expect((await fetchFile(f.lesson.id, file.id, token)).res.status).toBe(200);
+    let snap = (await api.request('GET', `/lessons/${f.lesson.id}/snapshot`, { key: f.apiKey })).body;
+    expect(snap.elements).toEqual([]);
+    expect(snap.files).toEqual([{ id: file.id, type: 'image/png', size: file.size, width: 40, height: 30 }]);
+    await apply(f.lesson.id, { type: 'element.update', elements: [image('img', file.id, { version: 4 })] });
+    snap = (await api.request('GET', `/lessons/${f.lesson.id}/snapshot`, { key: f.apiKey })).body;
+    expect(snap.elements).toEqual([image('img', file.id, { version: 4 })]);
+    expect(snap.files.map((x: { id: string }) => x.id)).toEqual([file.id]);
   });
 });

@@ -3036,6 +3036,8 @@ export interface components {
             pages: components["schemas"]["BoardPage"][];
             /** @description per page in stacking order (bottom first) */
             elements: components["schemas"]["BoardElement"][];
+            /** @description the lesson's files, oldest first */
+            files: components["schemas"]["BoardFile"][];
         };
         BoardPage: {
             id: string;
@@ -3252,6 +3254,51 @@ export interface components {
             magnitude: number | null;
             /** @default  */
             unit: string;
+        } | {
+            id: string;
+            page_id: string;
+            z: string;
+            x: number;
+            y: number;
+            /** @default 0 */
+            angle: number;
+            /**
+             * @default {
+             *       "stroke": "#1e1e1e",
+             *       "fill": "transparent",
+             *       "stroke_width": 2,
+             *       "stroke_style": "solid",
+             *       "fill_style": "solid",
+             *       "opacity": 100
+             *     }
+             */
+            style: components["schemas"]["BoardStyle"];
+            /** @default false */
+            locked: boolean;
+            version: number;
+            version_nonce: number;
+            /** @constant */
+            type: "image";
+            width: number;
+            height: number;
+            file_id: string;
+            /**
+             * @default saved
+             * @enum {string}
+             */
+            status: "pending" | "saved";
+            /**
+             * @default [
+             *       1,
+             *       1
+             *     ]
+             */
+            scale: [
+                1 | -1,
+                1 | -1
+            ];
+            /** @default null */
+            crop: components["schemas"]["BoardImageCrop"] | null;
         };
         BoardStyle: {
             /** @default #1e1e1e */
@@ -3277,6 +3324,25 @@ export interface components {
             element_id: string;
             focus: number;
             gap: number;
+        };
+        BoardImageCrop: {
+            x: number;
+            y: number;
+            width: number;
+            height: number;
+            natural_width: number;
+            natural_height: number;
+        };
+        BoardFile: {
+            id: string;
+            /** @enum {string} */
+            type: "image/png" | "image/jpeg" | "image/webp";
+            /** @description bytes */
+            size: number;
+            /** @description pixels */
+            width: number;
+            /** @description pixels */
+            height: number;
         };
         UsageReport: {
             /**

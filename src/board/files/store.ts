@@ -1,15 +1,9 @@
 import type { Db, Sql } from '../../db/index.js';
-import type { CheckedImage, StoredType } from './check.js';
-import { FileError, megabytes } from './errors.js';
+import type { FileInfo } from '../schema.js';
+import type { CheckedImage } from './check.js';
 
-/** What the board and the partner learn of a file (never its bytes). */
-export interface FileInfo {
-  id: string;
-  type: StoredType;
-  size: number;
-  width: number;
-  height: number;
-}
+export type { FileInfo };
+import { FileError, megabytes } from './errors.js';
 
 export interface FileQuota {
   maxBytes: number;

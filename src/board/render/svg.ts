@@ -89,6 +89,8 @@ interface DrawCtx {
   budget: RenderBudget;
   /** the farthest a point of the picture is from (x, y), in scene units: text beyond it cannot show */
   reach: (x: number, y: number) => number;
+  /** the pictures of the page's image files (data: URLs by file id); an image without one is drawn as a placeholder */
+  images?: Map<string, string>;
 }
 
 const B = RENDER_BUDGET;
@@ -343,6 +345,18 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
     case 'formula': {
       const lines = visibleLines(latexToText(el.latex), el.x, el.y, el.font_size, ctx).slice(0, 1);
       return g(textSvg(lines, el.x, el.y, el.font_size, 'start', FONTS.math, true, el.style.stroke, ctx));
+    }
+    case 'image': {
+      // the file's picture comes with the files the renderer is given; without it, the placeholder the page shows
+      const { x, y, width: w, height: h } = el;
+      if (!ctx.budget.takePaint(fillPaint(el, w * h, ctx))) return null;
+      const href = ctx.images?.get(el.file_id);
+      if (href) {
+        const [cx, cy] = [x + w / 2, y + h / 2];
+        const flip = el.scale[0] === -1 || el.scale[1] === -1 ? ` transform="translate(${n(cx)} ${n(cy)}) scale(${el.scale[0]} ${el.scale[1]}) translate(${n(-cx)} ${n(-cy)})"` : '';
+        return g(`<image x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" preserveAspectRatio="none" href="${href}"${flip}/>`);
+      }
+      return g(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" fill="#e9ecef" stroke="#adb5bd" stroke-width="1"/>`);
     }
     case 'vector': {
       const tip: [number, number] = [el.x + el.dx, el.y + el.dy];

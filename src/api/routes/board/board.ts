@@ -1,4 +1,5 @@
 import { BoardStore } from '../../../board/store.js';
+import { PgFileStore } from '../../../board/files/store.js';
 import { PreviewService } from '../../../board/preview.js';
 import type { Deps } from '../../../deps.js';
 import { getLiveLesson } from '../../../domain/lessons.js';
@@ -10,11 +11,11 @@ import { defineRoute, LessonIdParams } from '../../route.js';
 const tag = 'Board content';
 
 /** One store and preview renderer per process (the renderer is single-flight per lesson). */
-const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService }>();
+const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService; files: PgFileStore }>();
 function board(deps: Deps) {
   let s = services.get(deps);
   if (!s) {
-    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH, deps.config) };
+    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH, deps.config), files: new PgFileStore(deps.sql, deps.readSql) };
     services.set(deps, s);
   }
   return s;
@@ -38,7 +39,9 @@ export const boardRoutes = [
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
       const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
-      const snapshot = presentSnapshot(lesson.id, await board(deps).store.read(lesson.id));
+      const read = await board(deps).store.read(lesson.id);
+      // read after the board: a file an element there names as saved was stored before that element
+      const snapshot = presentSnapshot(lesson.id, read, await board(deps).files.list(deps.readSql, lesson.id));
       // seq names the board's state; weak, as the JSON may be sent compressed or not
       ctx.set('Cache-Control', 'private, no-cache');
       if (answerNotModified(ctx, `W/"${snapshot.version}-${snapshot.seq}"`)) return;
