@@ -302,3 +302,24 @@ describe('image elements on the board', () => {
     expect(snap.files.map((x: { id: string }) => x.id)).toEqual([file.id]);
   });
 });
+
+describe('GET /lessons/{id}/files/{file_id} (the partner API)', () => {
+  it('answers the bytes with an ETag that answers 304, and nothing of another lesson, partner or an archived lesson', async () => {
+    const f = await lessonWithLinks(sql);
+    const file = (await upload(f.lesson.id, await f.link('s1'), await solid(20, 10, 3))).body;
+    const get = (lessonId: string, fileId: string, key = f.apiKey, headers: Record<string, string> = {}) =>
+      fetch(`${api.base}/api/partner/v1/lessons/${lessonId}/files/${fileId}`, { headers: { authorization: `Bearer ${key}`, ...headers } });
+    const res = await get(f.lesson.id, file.id);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/png');
+    expect(res.headers.get('etag')).toBe(`"${file.id}"`);
+    expect(createHash('sha256').update(Buffer.from(await res.arrayBuffer())).digest('hex')).toBe(file.id);
+    expect((await get(f.lesson.id, file.id, f.apiKey, { 'if-none-match': `"${file.id}"` })).status).toBe(304);
+    expect((await get(f.lesson.id, 'c'.repeat(64))).status).toBe(404);
+    const other = await lessonWithLinks(sql);
+    expect((await get(other.lesson.id, file.id, other.apiKey)).status).toBe(404);
+    expect((await get(f.lesson.id, file.id, other.apiKey)).status).toBe(404);
+    await archiveLesson(sql, f.partner.id, f.lesson.id, new Date());
+    expect((await get(f.lesson.id, file.id)).status).toBe(410);
+  });
+});

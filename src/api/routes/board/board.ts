@@ -7,6 +7,7 @@ import { Errors } from '../../../errors.js';
 import { BoardSnapshotSchema, presentSnapshot } from '../../presenters/board.js';
 import { answerNotModified } from '../../conditional.js';
 import { defineRoute, LessonIdParams } from '../../route.js';
+import { z } from 'zod';
 
 const tag = 'Board content';
 
@@ -75,6 +76,33 @@ export const boardRoutes = [
       if (answerNotModified(ctx, `"${preview.seq}"`)) return;
       ctx.type = 'image/png';
       ctx.body = preview.png;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/lessons/{id}/files/{file_id}',
+    tag,
+    summary: 'The bytes of a file of the board (an image, a PDF page)',
+    description:
+      "A file the snapshot lists (`files`; image elements name it by `file_id`): the bytes participants uploaded, as the " +
+      'gateway kept them after checking and re-encoding (PNG, JPEG or WebP, no metadata). Content-addressed: `file_id` is ' +
+      'the hex sha-256 of the bytes, so they never change; ETag is the file id and If-None-Match answers 304.',
+    params: LessonIdParams.extend({ file_id: z.string().regex(/^[0-9a-f]{64}$/) }),
+    responses: {
+      200: { description: 'The file (image/png, image/jpeg or image/webp)', contentType: 'image/*', headers: { ETag: '"<file_id>"' } },
+      304: { description: 'Not modified (If-None-Match matched)' },
+    },
+    errors: ['not_found', 'archived'],
+    async handler(ctx, { params }) {
+      const { deps, auth } = ctx.state;
+      const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
+      const file = await board(deps).files.get(lesson.id, params.file_id);
+      if (!file) throw Errors.notFound('File');
+      ctx.set('Cache-Control', 'private, max-age=31536000, immutable');
+      ctx.set('X-Content-Type-Options', 'nosniff');
+      if (answerNotModified(ctx, `"${file.id}"`)) return;
+      ctx.type = file.type;
+      ctx.body = file.data;
     },
   }),
 ];
