@@ -135,7 +135,7 @@ describe('images on the board', () => {
     expect(Math.max(photoFile.width, photoFile.height)).toBe(2560);
     expect([...teacher.errors, ...student.errors, ...late.errors]).toEqual([]);
     await Promise.all([teacher.context().close(), student.context().close(), late.context().close()]);
-  }, 180_000);
+  }, 300_000);
 
   it('a teacher imports a 3-page PDF: three new pages, in order, the page at the back and locked; the student sees each; refusals say why', async () => {
     const l = await stack.lesson('board_only', 'generic');
@@ -194,5 +194,5 @@ describe('images on the board', () => {
     await waitFor('the refused image is gone', async () => (await pixelsOf(student, CYAN)) === 0 && !(await snapshot(l.lessonId)).elements.some((e: { status?: string }) => e.status === 'pending'));
     expect((await snapshot(l.lessonId)).files).toHaveLength(4);
     await Promise.all([teacher.context().close(), student.context().close()]);
-  }, 180_000);
+  }, 300_000);
 });

@@ -2,7 +2,7 @@ import type { Deps } from '../../../src/deps.js';
 import type { ResolvedLink } from '../../../src/domain/links.js';
 import { checkImage } from '../../../src/board/files/check.js';
 import { FileError, megabytes } from '../../../src/board/files/errors.js';
-import { FILE_ID, PgFileStore, type FileStore } from '../../../src/board/files/store.js';
+import { FILE_ID, PgFileStore, type FileInfo, type FileStore } from '../../../src/board/files/store.js';
 import { RateLimiter } from '../../../src/lib/rateLimiter.js';
 import type { LinkCheck } from '../../admission/Admission.js';
 import type { HttpReply } from '../api.js';
@@ -58,6 +58,36 @@ class Slots {
   }
 }
 
+/**
+ * Files recently served by this node, by lesson and id. Content-addressed bytes never change, so a
+ * cached file is never stale: a class opening a lesson reads each file from Postgres once, not once
+ * per person (the participant check still runs for every request). Least recently used out first.
+ */
+class FileCache {
+  private readonly files = new Map<string, FileInfo & { data: Buffer }>();
+  private bytes = 0;
+  constructor(private readonly maxBytes: number) {}
+  get(key: string): (FileInfo & { data: Buffer }) | undefined {
+    const f = this.files.get(key);
+    if (f) {
+      this.files.delete(key);
+      this.files.set(key, f);
+    }
+    return f;
+  }
+  set(key: string, f: FileInfo & { data: Buffer }): void {
+    if (f.data.length > this.maxBytes / 8 || this.files.has(key)) return;
+    this.files.set(key, f);
+    this.bytes += f.data.length;
+    for (const [k, old] of this.files) {
+      if (this.bytes <= this.maxBytes) break;
+      this.files.delete(k);
+      this.bytes -= old.data.length;
+    }
+  }
+}
+const CACHE_BYTES = 64 * 1024 * 1024;
+
 export interface UploadRequest {
   lessonId: string;
   headers: Record<string, string>;
@@ -84,6 +114,7 @@ export class FileService {
   private readonly slots: Slots;
   private readonly rates: RateLimiter;
   private readonly prefix: string;
+  private readonly cache = new FileCache(CACHE_BYTES);
 
   constructor(
     private readonly deps: Deps,
@@ -141,8 +172,10 @@ export class FileService {
         if (match && match.split(',').some((t) => t.trim() === etag || t.trim() === '*')) return { status: 304, headers, body: '' };
         if (head) return { status: 200, headers: { ...headers, 'content-type': info.type }, body: Buffer.alloc(info.size) };
       }
-      const file = await this.store.get(req.lessonId, req.fileId);
+      const key = `${req.lessonId}/${req.fileId}`;
+      const file = this.cache.get(key) ?? (await this.store.get(req.lessonId, req.fileId));
       if (!file) throw new FileError('not_found', 'No such file in this lesson');
+      this.cache.set(key, file);
       return { status: 200, headers: { ...headers, 'content-type': file.type }, body: file.data };
     } catch (err) {
       return this.failed(err, 'serve');
