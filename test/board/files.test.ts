@@ -303,6 +303,27 @@ describe('image elements on the board', () => {
   });
 });
 
+describe('the preview', () => {
+  it("draws the page's images from their files", async () => {
+    const f = await lessonWithLinks(sql);
+    const magenta = await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 255, g: 0, b: 255 } } }).png().toBuffer();
+    const file = (await upload(f.lesson.id, await f.link('s1'), magenta)).body;
+    await new BoardStore(sql).commitBatch(f.lesson.id, [{ op: { type: 'element.add', elements: [image('img', file.id, { width: 300, height: 200 })] }, actor: { role: 'teacher' } }], new Date());
+    let res = await fetch(`${api.base}/api/partner/v1/lessons/${f.lesson.id}/preview`, { headers: { authorization: `Bearer ${f.apiKey}` } });
+    // a loaded machine can pass the renderer's time limit once (503, Retry-After): as a partner, ask again
+    for (let i = 0; i < 5 && res.status === 503; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      res = await fetch(`${api.base}/api/partner/v1/lessons/${f.lesson.id}/preview`, { headers: { authorization: `Bearer ${f.apiKey}` } });
+    }
+    expect(res.status).toBe(200);
+    const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    let n = 0;
+    for (let i = 0; i < data.length; i += info.channels) if (data[i] > 215 && data[i + 1] < 40 && data[i + 2] > 215) n++;
+    // most of the picture: the image is the page's only element
+    expect(n).toBeGreaterThan((info.width * info.height) / 3);
+  }, 60_000);
+});
+
 describe('GET /lessons/{id}/files/{file_id} (the partner API)', () => {
   it('answers the bytes with an ETag that answers 304, and nothing of another lesson, partner or an archived lesson', async () => {
     const f = await lessonWithLinks(sql);

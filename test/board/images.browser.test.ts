@@ -122,8 +122,8 @@ describe('images on the board', () => {
     // the partner's preview draws them (its first page)
     // (a loaded machine can pass the renderer's time limit: 503 with Retry-After, as a partner would see it)
     let preview = await fetch(`${api.base}/api/partner/v1/lessons/${l.lessonId}/preview`, { headers: { authorization: `Bearer ${stack.partner().apiKey}` } });
-    for (let i = 0; i < 3 && preview.status === 503; i++) {
-      await new Promise((r) => setTimeout(r, 1000));
+    for (let i = 0; i < 10 && preview.status === 503; i++) {
+      await new Promise((r) => setTimeout(r, 2000));
       preview = await fetch(`${api.base}/api/partner/v1/lessons/${l.lessonId}/preview`, { headers: { authorization: `Bearer ${stack.partner().apiKey}` } });
     }
     expect(preview.status).toBe(200);

@@ -1,4 +1,3 @@
-import sharp from 'sharp';
 import type { Sql } from '../../db/index.js';
 import type { BoardElement } from '../schema.js';
 
@@ -37,6 +36,9 @@ export async function previewImages(sql: Sql, lessonId: string, elements: BoardE
   }
   let complete = take.length === wanted.length;
   const side = Math.max(64, Math.min(2048, width));
+  // libvips is loaded by a child's first page with images (once: children live on), so a child that
+  // draws none keeps its memory for the render limit
+  const { default: sharp } = await import('sharp');
   for (const id of take) {
     const [row] = await sql<{ data: Buffer }[]>`SELECT data FROM lesson_files WHERE lesson_id = ${lessonId} AND file_id = ${id}`;
     if (!row?.data) {
