@@ -7,6 +7,7 @@ import { chooseCap, ConnectionCap, readProcLimits } from './admission/Connection
 import type { ClientConnection, SocketLike } from './ClientConnection.js';
 import type { HttpReply } from './features/api.js';
 import type { Gateway } from './Gateway.js';
+import { FileService } from './features/files/service.js';
 import { notFoundPage, placeholderPage, refusalPage } from './http/embedPage.js';
 import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upgrade.js';
 
@@ -129,12 +130,19 @@ class Keepalive {
 
 const STATUS: Record<number, string> = {
   200: '200 OK',
+  201: '201 Created',
+  304: '304 Not Modified',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
+  409: '409 Conflict',
   410: '410 Gone',
+  411: '411 Length Required',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
@@ -301,6 +309,50 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       });
     }
   }
+
+  // Files on the board (features/files/service.ts): the body is read here, at most FILE_MAX_BYTES of it;
+  // an upload cut off before its end is dropped whole (nothing reaches the store)
+  const files = new FileService(gw.deps, checkLink);
+  app.post('/files/:lesson', (res, req) => {
+    const lessonId = req.getParameter(0) ?? '';
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => (headers[k] = v));
+    let aborted = false;
+    let chunks: Buffer[] = [];
+    let size = 0;
+    res.onAborted(() => {
+      aborted = true;
+      chunks = [];
+    });
+    if (Number(headers['content-length'] ?? 0) > files.maxBytes) return reply(res, files.tooLarge(), false, true);
+    let done = false;
+    res.onData((chunk, isLast) => {
+      if (done || aborted) return;
+      size += chunk.byteLength;
+      if (size > files.maxBytes) {
+        done = true;
+        chunks = [];
+        return reply(res, files.tooLarge(), false, true);
+      }
+      // uWS reuses the chunk's memory after this callback: copied
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (!isLast) return;
+      done = true;
+      const body = Buffer.concat(chunks, size);
+      chunks = [];
+      files.upload({ lessonId, headers, body }).then(
+        (r) => !aborted && reply(res, r),
+        () => !aborted && reply(res, refusalReply(refusals.unavailable)),
+      );
+    });
+  });
+  getAndHead('/files/:lesson/:file', (res, req, head) => {
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => (headers[k] = v));
+    const lessonId = req.getParameter(0) ?? '';
+    const fileId = req.getParameter(1) ?? '';
+    later(res, () => files.serve({ lessonId, fileId, headers }, head), head);
+  });
 
   // Whatever no route above took: uWS would drop the connection without an answer.
   app.any('/*', (res, req) => {

@@ -137,6 +137,19 @@ export const ConfigSchema = z.object({
     .describe('a render that finds no free slot within this long is refused: 503 with `Retry-After`'),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500)
     .meta({ description: 'how long a node waits for a missing board operation before its pages resync from Postgres', tests: 'Tests shorten it.' }),
+  // Files on the board (docs/board.md, "Images and PDFs")
+  FILE_MAX_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024)
+    .describe('largest file one upload may carry, in bytes (the request body; the stored re-encode counts against the lesson): 413 `too_large` beyond, before the body is read when its length says so'),
+  FILE_LESSON_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024 * 1024).default(100 * 1024 * 1024)
+    .describe('stored bytes of all files of one lesson: 409 `lesson_full` beyond'),
+  FILE_LESSON_MAX_FILES: z.coerce.number().int().min(1).max(100_000).default(500)
+    .describe('files of one lesson: 409 `lesson_full` beyond'),
+  FILE_UPLOADS_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(60)
+    .describe('uploads per person (across their tabs and the gateway\'s nodes) in any rolling minute: 429 `rate_limited` with `Retry-After` beyond'),
+  FILE_MAX_PIXELS: z.coerce.number().int().min(1).max(268_402_689).default(40_000_000)
+    .describe('decoded pixels (width x height, read from the header before decoding) above which an image is refused (422 `too_many_pixels`)'),
+  FILE_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1)
+    .describe('images a gateway process decodes and re-encodes at once (each may take ~4 bytes a pixel); the rest wait (an upload that waits 20 s for a slot gets 503)'),
   WEB_DIR: z.string().min(1).optional()
     .describe('folder of the built participant page the gateway serves (`npm run build` writes it). Unset: `dist/web` of this checkout'),
   // Video call

@@ -168,7 +168,35 @@ export const VectorSchema = z
   })
   .strict();
 
-const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema] as const;
+/** A file of the lesson (docs/snapshot-format.md, "Files"): the hex sha-256 of its stored bytes. */
+export const FileIdSchema = z.string().regex(/^[0-9a-f]{64}$/, 'file_id: 64 hex digits (sha-256)');
+/** The part of the image shown, in the image's own pixels (Excalidraw's ImageCrop). */
+export const CropSchema = z
+  .object({ x: size, y: size, width: size, height: size, natural_width: size, natural_height: size })
+  .strict()
+  .meta({ id: 'BoardImageCrop' });
+const flip = z.union([z.literal(1), z.literal(-1)]);
+/**
+ * An image (Excalidraw's `image` element): the file `file_id` of the lesson drawn into the box,
+ * mirrored by `scale` (-1: flipped on that axis) and cut to `crop` (null: the whole image).
+ * `status`: `pending` while its author's upload is on its way (everyone shows a placeholder; the
+ * `file_id` is then the author's own and may never become a file), `saved` once the file is in the
+ * lesson. A reference may dangle like an element reference: readers draw a placeholder.
+ */
+export const ImageSchema = z
+  .object({
+    ...base,
+    type: z.literal('image'),
+    width: size,
+    height: size,
+    file_id: FileIdSchema,
+    status: z.enum(['pending', 'saved']).default('saved'),
+    scale: z.tuple([flip, flip]).default([1, 1]),
+    crop: CropSchema.nullable().default(null),
+  })
+  .strict();
+
+const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema, ImageSchema] as const;
 export const ElementSchema = z.discriminatedUnion('type', shapes).meta({ id: 'BoardElement' });
 export type BoardElement = z.infer<typeof ElementSchema>;
 
@@ -244,6 +272,19 @@ export interface SequencedOp {
   restamped?: Tombstone[];
 }
 
+/** A file of the lesson as the snapshot lists it (its bytes: GET /lessons/{id}/files/{file_id}). */
+export const FileInfoSchema = z
+  .object({
+    id: FileIdSchema,
+    type: z.enum(['image/png', 'image/jpeg', 'image/webp']),
+    size: z.number().int().describe('bytes'),
+    width: z.number().int().describe('pixels'),
+    height: z.number().int().describe('pixels'),
+  })
+  .strict()
+  .meta({ id: 'BoardFile' });
+export type FileInfo = z.infer<typeof FileInfoSchema>;
+
 export const SnapshotSchema = z
   .object({
     format: z.literal(SNAPSHOT_FORMAT),
@@ -254,6 +295,7 @@ export const SnapshotSchema = z
     pinned_page_id: z.string().nullable(),
     pages: z.array(PageSchema),
     elements: z.array(ElementSchema).describe('per page in stacking order (bottom first)'),
+    files: z.array(FileInfoSchema).describe("the lesson's files, oldest first"),
   })
   .meta({ id: 'BoardSnapshot' });
 export type Snapshot = z.infer<typeof SnapshotSchema>;

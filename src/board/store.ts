@@ -1,7 +1,7 @@
 import type { Db, Sql, Tx } from '../db/index.js';
 import { BoardWork, deletedPageIds, referencedElementIds, type Actor, type BoardHead, type ElementState, type ElementWrite } from './apply.js';
 import { BoardOpError, boardError } from './errors.js';
-import { DEFAULT_PAGES, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type BoardElement, type BoardOp, type BoardPage, type Snapshot, type Tombstone } from './schema.js';
+import { DEFAULT_PAGES, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type BoardElement, type BoardOp, type BoardPage, type FileInfo, type Snapshot, type Tombstone } from './schema.js';
 
 export interface BatchItem {
   op: BoardOp;
@@ -182,7 +182,7 @@ export class BoardStore {
 }
 
 /** Our snapshot document (docs/snapshot-format.md) from a full read. */
-export function toSnapshot(lessonId: string, read: BoardRead): Snapshot {
+export function toSnapshot(lessonId: string, read: BoardRead, files: FileInfo[] = []): Snapshot {
   return {
     format: SNAPSHOT_FORMAT,
     version: SNAPSHOT_VERSION,
@@ -192,6 +192,7 @@ export function toSnapshot(lessonId: string, read: BoardRead): Snapshot {
     pinned_page_id: read.head.pinned_page_id,
     pages: read.head.pages,
     elements: read.elements,
+    files,
   };
 }
 

@@ -44,3 +44,8 @@ export function busyPage(count: number, pageId = 'page-1'): BoardElement[] {
 
 /** The tombstone of a delete: the element's id and the version of the delete. */
 export const del = (id: string, version = 2, version_nonce = 0) => ({ id, version, version_nonce });
+
+/** An image of the lesson's file `fileId` (saved unless said). */
+export function image(id: string, fileId: string, o: Fields = {}): BoardElement {
+  return { id, page_id: 'page-1', z: 'a4', x: 40, y: 40, angle: 0, style: { ...style }, locked: false, ...v1, type: 'image', width: 160, height: 120, file_id: fileId, status: 'saved', scale: [1, 1], crop: null, ...o } as BoardElement;
+}

@@ -39,6 +39,7 @@ describe('GET /lessons/{id}/snapshot', () => {
       pinned_page_id: null,
       pages: [{ id: 'page-1', name: 'Page 1' }],
       elements: [],
+      files: [],
     });
   });
 

@@ -234,7 +234,7 @@ export function App({ token }: { token: string }) {
       <div className="body">
         <main className="main">
           {welcome && me ? (
-            <Board lessonId={welcome.lesson.id} role={me.role} subject={welcome.lesson.subject_mode} maxFrameBytes={welcome.limits?.max_payload_bytes ?? 65_536} send={send} notify={notify} onReady={onBoardReady} />
+            <Board lessonId={welcome.lesson.id} token={token} role={me.role} subject={welcome.lesson.subject_mode} maxFrameBytes={welcome.limits?.max_payload_bytes ?? 65_536} send={send} notify={notify} onReady={onBoardReady} />
           ) : (
             <div className="loading">Joining the lesson…</div>
           )}

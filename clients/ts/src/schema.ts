@@ -1329,6 +1329,168 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/lessons/{id}/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The bytes of a file of the board (an image, a PDF page)
+         * @description A file the snapshot lists (`files`; image elements name it by `file_id`): the bytes participants uploaded, as the gateway kept them after checking and re-encoding (PNG, JPEG or WebP, no metadata). Content-addressed: `file_id` is the hex sha-256 of the bytes, so they never change; ETag is the file id and If-None-Match answers 304.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
+                    "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                };
+                path: {
+                    id: string;
+                    file_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The file (image/png, image/jpeg or image/webp) */
+                200: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        RateLimit: components["headers"]["RateLimit"];
+                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        /** @description "<file_id>" */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "image/*": unknown;
+                    };
+                };
+                /** @description Not modified (If-None-Match matched) */
+                304: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        RateLimit: components["headers"]["RateLimit"];
+                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+                401: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] & {
+                            detail?: {
+                                /** @enum {unknown} */
+                                code?: "unauthorized";
+                            };
+                        };
+                    };
+                };
+                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+                404: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        RateLimit: components["headers"]["RateLimit"];
+                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] & {
+                            detail?: {
+                                /** @enum {unknown} */
+                                code?: "not_found";
+                            };
+                        };
+                    };
+                };
+                /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+                410: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        RateLimit: components["headers"]["RateLimit"];
+                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] & {
+                            detail?: {
+                                /** @enum {unknown} */
+                                code?: "archived";
+                            };
+                        };
+                    };
+                };
+                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+                429: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        RateLimit: components["headers"]["RateLimit"];
+                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] & {
+                            detail?: {
+                                /** @enum {unknown} */
+                                code?: "rate_limited";
+                            };
+                        };
+                    };
+                };
+                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+                500: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        RateLimit: components["headers"]["RateLimit"];
+                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] & {
+                            detail?: {
+                                /** @enum {unknown} */
+                                code?: "internal";
+                            };
+                        };
+                    };
+                };
+                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+                503: {
+                    headers: {
+                        "X-Request-Id": components["headers"]["X-Request-Id"];
+                        RateLimit: components["headers"]["RateLimit"];
+                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] & {
+                            detail?: {
+                                /** @enum {unknown} */
+                                code?: "unavailable";
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
@@ -3036,6 +3198,8 @@ export interface components {
             pages: components["schemas"]["BoardPage"][];
             /** @description per page in stacking order (bottom first) */
             elements: components["schemas"]["BoardElement"][];
+            /** @description the lesson's files, oldest first */
+            files: components["schemas"]["BoardFile"][];
         };
         BoardPage: {
             id: string;
@@ -3252,6 +3416,51 @@ export interface components {
             magnitude: number | null;
             /** @default  */
             unit: string;
+        } | {
+            id: string;
+            page_id: string;
+            z: string;
+            x: number;
+            y: number;
+            /** @default 0 */
+            angle: number;
+            /**
+             * @default {
+             *       "stroke": "#1e1e1e",
+             *       "fill": "transparent",
+             *       "stroke_width": 2,
+             *       "stroke_style": "solid",
+             *       "fill_style": "solid",
+             *       "opacity": 100
+             *     }
+             */
+            style: components["schemas"]["BoardStyle"];
+            /** @default false */
+            locked: boolean;
+            version: number;
+            version_nonce: number;
+            /** @constant */
+            type: "image";
+            width: number;
+            height: number;
+            file_id: string;
+            /**
+             * @default saved
+             * @enum {string}
+             */
+            status: "pending" | "saved";
+            /**
+             * @default [
+             *       1,
+             *       1
+             *     ]
+             */
+            scale: [
+                1 | -1,
+                1 | -1
+            ];
+            /** @default null */
+            crop: components["schemas"]["BoardImageCrop"] | null;
         };
         BoardStyle: {
             /** @default #1e1e1e */
@@ -3277,6 +3486,25 @@ export interface components {
             element_id: string;
             focus: number;
             gap: number;
+        };
+        BoardImageCrop: {
+            x: number;
+            y: number;
+            width: number;
+            height: number;
+            natural_width: number;
+            natural_height: number;
+        };
+        BoardFile: {
+            id: string;
+            /** @enum {string} */
+            type: "image/png" | "image/jpeg" | "image/webp";
+            /** @description bytes */
+            size: number;
+            /** @description pixels */
+            width: number;
+            /** @description pixels */
+            height: number;
         };
         UsageReport: {
             /**

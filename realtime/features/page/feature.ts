@@ -11,7 +11,7 @@ import { defaultWebDir, StaticFiles } from './files.js';
  * page itself, its scripts, styles and fonts. The token is in the URL, so
  * nothing of the page is cached and no referrer leaves it.
  */
-const PAGE_CSP = [
+export const PAGE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   // Excalidraw and React set inline styles

@@ -72,9 +72,9 @@ export interface RenderedPng {
  * process (RenderPool): a render's time and memory are then limited and
  * cannot touch the process serving lessons.
  */
-export async function renderPagePng(elements: BoardElement[], width: number): Promise<RenderedPng> {
+export async function renderPagePng(elements: BoardElement[], width: number, images?: Map<string, string>): Promise<RenderedPng> {
   fonts ??= fontSet();
-  const { svg, approximate } = renderPageSvg(elements, { outputWidth: width });
+  const { svg, approximate } = renderPageSvg(elements, { outputWidth: width, images });
   const out = await renderAsync(svg, {
     fitTo: { mode: 'width', value: width },
     background: '#ffffff',

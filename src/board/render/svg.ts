@@ -89,6 +89,8 @@ interface DrawCtx {
   budget: RenderBudget;
   /** the farthest a point of the picture is from (x, y), in scene units: text beyond it cannot show */
   reach: (x: number, y: number) => number;
+  /** the pictures of the page's image files (data: URLs by file id); an image without one is drawn as a placeholder */
+  images?: Map<string, string>;
 }
 
 const B = RENDER_BUDGET;
@@ -344,6 +346,24 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       const lines = visibleLines(latexToText(el.latex), el.x, el.y, el.font_size, ctx).slice(0, 1);
       return g(textSvg(lines, el.x, el.y, el.font_size, 'start', FONTS.math, true, el.style.stroke, ctx));
     }
+    case 'image': {
+      // the file's picture comes with the files the renderer is given; without it, the placeholder the page shows
+      const { x, y, width: w, height: h } = el;
+      if (!ctx.budget.takePaint(fillPaint(el, w * h, ctx))) return null;
+      const href = ctx.images?.get(el.file_id);
+      if (href) {
+        const [cx, cy] = [x + w / 2, y + h / 2];
+        const flip = el.scale[0] === -1 || el.scale[1] === -1 ? ` transform="translate(${n(cx)} ${n(cy)}) scale(${el.scale[0]} ${el.scale[1]}) translate(${n(-cx)} ${n(-cy)})"` : '';
+        if (!el.crop) return g(`<image x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" preserveAspectRatio="none" href="${href}"${flip}/>`);
+        // the part shown: the whole image in its natural size, seen through a viewBox of the crop
+        const c = el.crop;
+        return g(
+          `<g${flip}><svg x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" viewBox="${n(c.x)} ${n(c.y)} ${n(c.width || 1)} ${n(c.height || 1)}" preserveAspectRatio="none">` +
+            `<image width="${n(c.natural_width)}" height="${n(c.natural_height)}" preserveAspectRatio="none" href="${href}"/></svg></g>`,
+        );
+      }
+      return g(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" fill="#e9ecef" stroke="#adb5bd" stroke-width="1"/>`);
+    }
     case 'vector': {
       const tip: [number, number] = [el.x + el.dx, el.y + el.dy];
       const size = Math.max(10, el.style.stroke_width * 5);
@@ -384,7 +404,7 @@ function patternDefs(patterns: Set<string>): string {
  */
 export function renderPageSvg(
   elements: BoardElement[],
-  opts: { minSize?: number; margin?: number; background?: string; outputWidth?: number } = {},
+  opts: { minSize?: number; margin?: number; background?: string; outputWidth?: number; images?: Map<string, string> } = {},
 ): PageSvg {
   const minSize = opts.minSize ?? 400;
   const margin = opts.margin ?? 24;
@@ -419,6 +439,7 @@ export function renderPageSvg(
     stride: Math.max(1, Math.ceil(points / (RENDER_BUDGET.points * 0.8))),
     budget,
     reach: (x, y) => Math.max(...corners.map(([px, py]) => Math.hypot(px - x, py - y))),
+    images: opts.images,
   };
   const body: string[] = [];
   for (let i = elements.length - 1; i >= 0 && body.length < RENDER_BUDGET.elements; i--) {

@@ -1,5 +1,6 @@
 import { createSql, type Sql } from '../../db/index.js';
 import { readPreviewPage } from './page.js';
+import { previewImages } from './images.js';
 import { renderPagePng } from './png.js';
 
 /**
@@ -31,8 +32,9 @@ process.on('message', (req: RenderRequest) => {
       if (!page) {
         reply = { id: req.id, missing: true };
       } else {
-        const out = await renderPagePng(page.elements, req.width);
-        reply = { id: req.id, seq: page.seq, pageId: page.pageId, png: out.png, approximate: out.approximate };
+        const pictures = await previewImages(sql, req.lessonId, page.elements, req.width);
+        const out = await renderPagePng(page.elements, req.width, pictures.images);
+        reply = { id: req.id, seq: page.seq, pageId: page.pageId, png: out.png, approximate: out.approximate || !pictures.complete };
       }
     } catch (err) {
       reply = { id: req.id, error: (err as Error).message };

@@ -11,6 +11,9 @@ import { wrapLabels } from './labels.js';
 import { Overlays, type Viewport } from './Overlays.js';
 import { BoardMenu } from '../ui/BoardMenu.js';
 import { PageBar } from './PageBar.js';
+import { BoardImages } from './boardImages.js';
+import { ImageTools } from './ImageTools.js';
+import { importPdf } from './pdfImport.js';
 import { BoardSync, type Change, type SyncView } from './sync.js';
 import { SubjectTools, subjectSetup, type SubjectMode } from './SubjectTools.js';
 
@@ -70,6 +73,8 @@ const takeKept = (lessonId: string): Change[] => {
  */
 export function Board(props: {
   lessonId: string;
+  /** the link token: files go over HTTP with it in a header (docs/protocol.md, "Files") */
+  token: string;
   role: Role;
   subject: SubjectMode;
   /** the gateway's frame limit (welcome.limits.max_payload_bytes): operations are cut to fit */
@@ -133,6 +138,62 @@ export function Board(props: {
     [],
   );
 
+  const images = useMemo(() => new BoardImages(props.lessonId, props.token, () => apiRef.current, props.notify), []); // eslint-disable-line react-hooks/exhaustive-deps
+  const canvasRef = useRef<HTMLDivElement | null>(null);
+  // a PDF import's progress ("Importing page 3 of 12"), and its cancel
+  const [importing, setImporting] = useState<string | null>(null);
+  const cancelImport = useRef<(() => void) | null>(null);
+  const onPdf = (file: File) => {
+    if (cancelImport.current) return props.notify('A PDF is being imported: wait for it, or cancel it first.');
+    let cancelled = false;
+    cancelImport.current = () => (cancelled = true);
+    void importPdf(
+      file,
+      {
+        transfer: images.transfer,
+        role: props.role,
+        pages: () => sync.view().pages,
+        currentPage: () => sync.view().page,
+        submit: (op) => sync.submit(op),
+        addFiles: (files) => apiRef.current?.addFiles(files.map((f) => ({ ...f, created: Date.now() })) as never),
+        notify: props.notify,
+        progress: setImporting,
+      },
+      () => cancelled,
+    ).finally(() => (cancelImport.current = null));
+  };
+  // Files dropped or pasted are the board's (images; PDFs: an import), never the editor's own handling,
+  // which refused them with "Couldn't load invalid file" over the side panel. Caught before the editor
+  // sees them: a drop on the board, a paste anywhere but a text field.
+  const onPdfRef = useRef(onPdf);
+  onPdfRef.current = onPdf;
+  useEffect(() => {
+    const el = canvasRef.current;
+    const filesOf = (dt: DataTransfer | null) => [...(dt?.files ?? [])];
+    const onDrop = (e: DragEvent) => {
+      const files = filesOf(e.dataTransfer);
+      if (!files.length) return;
+      e.preventDefault();
+      e.stopPropagation();
+      void images.insert(files, { clientX: e.clientX, clientY: e.clientY }, onPdfRef.current);
+    };
+    const onPaste = (e: ClipboardEvent) => {
+      const t = e.target as HTMLElement | null;
+      if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable) && !t.closest('.excalidraw')) return;
+      const files = filesOf(e.clipboardData);
+      if (!files.length) return;
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      void images.insert(files, undefined, onPdfRef.current);
+    };
+    el?.addEventListener('drop', onDrop, true);
+    window.addEventListener('paste', onPaste, true);
+    return () => {
+      el?.removeEventListener('drop', onDrop, true);
+      window.removeEventListener('paste', onPaste, true);
+    };
+  }, [images]);
+
   /**
    * The board is handed to the connection only once the editor is ready:
    * Excalidraw calls onChange for the first time after it loaded its initial
@@ -153,7 +214,10 @@ export function Board(props: {
         else if (msg.type === 'board.resync') sync.onResync();
         else if (msg.type === 'board.stroke') sync.onStroke(msg);
       },
-      connected: () => sync.connected(),
+      connected: () => {
+        sync.connected();
+        images.transfer.online();
+      },
       disconnected: () => sync.disconnected(),
     });
   };
@@ -167,6 +231,7 @@ export function Board(props: {
       throttle.current = setTimeout(() => {
         throttle.current = null;
         sync.flushLocal();
+        images.sweep();
       }, 60);
     }
   };
@@ -235,7 +300,7 @@ export function Board(props: {
           submit={submit}
         />
       )}
-      <div className="board-canvas" data-testid="board" data-loaded={view ? 'true' : 'false'} data-elements={live.length} data-ids={live.map((e) => e.id).join(' ')} data-seq={view?.seq ?? 0}>
+      <div ref={canvasRef} className="board-canvas" data-testid="board" data-loaded={view ? 'true' : 'false'} data-elements={live.length} data-ids={live.map((e) => e.id).join(' ')} data-seq={view?.seq ?? 0}>
         <Excalidraw
           excalidrawAPI={(api) => (apiRef.current = api)}
           onChange={onChange as never}
@@ -246,11 +311,21 @@ export function Board(props: {
           gridModeEnabled={setup.grid}
           UIOptions={{ tools: { image: false }, canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: true, clearCanvas: false, toggleTheme: true } }}
           initialData={{ appState: { currentItemRoughness: setup.roughness, currentItemStrokeWidth: 2, gridSize: 20, viewBackgroundColor: '#ffffff' } as never }}
-          renderTopRightUI={(isMobile) => <SubjectTools subject={props.subject} api={apiRef} compact={isMobile} />}
+          renderTopRightUI={(isMobile) => (
+            <SubjectTools subject={props.subject} api={apiRef} compact={isMobile}>
+              <ImageTools images={images} compact={isMobile} onPdf={onPdf} busy={!!importing} />
+            </SubjectTools>
+          )}
         >
           <BoardMenu clearPage={props.role === 'teacher' ? clearPage : undefined} />
         </Excalidraw>
         <Overlays elements={sceneEls} view={viewport} />
+        {importing && (
+          <div className="pdf-progress" role="status" data-testid="pdf-progress">
+            <span>{importing}</span>
+            <button onClick={() => cancelImport.current?.()}>Cancel</button>
+          </div>
+        )}
         {/* Until the board is here nothing can be drawn: the editor's own start-up replaces its scene
             once (a stroke drawn in the first second after the page appeared was lost), and the first
             board.state is what the person draws on. */}

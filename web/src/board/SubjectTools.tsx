@@ -1,7 +1,7 @@
 import { CaptureUpdateAction, getCommonBounds, getVisibleSceneBounds, restoreElements } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import katex from 'katex';
-import { useState, type RefObject } from 'react';
+import { useState, type ReactNode, type RefObject } from 'react';
 import type { SubjectMode } from '../../../src/domain/enums.js';
 import { freeSpot, type Box } from './placement.js';
 
@@ -71,10 +71,10 @@ function insert(api: ExcalidrawImperativeAPI, el: Record<string, unknown>, compa
 }
 
 /** `compact`: Excalidraw's phone layout (icons only, in a column of their own: styles.css). */
-export function SubjectTools({ subject, api, compact = false }: { subject: SubjectMode; api: RefObject<ExcalidrawImperativeAPI | null>; compact?: boolean }) {
+export function SubjectTools({ subject, api, compact = false, children }: { subject: SubjectMode; api: RefObject<ExcalidrawImperativeAPI | null>; compact?: boolean; children?: ReactNode }) {
   const setup = subjectSetup(subject);
   const [dialog, setDialog] = useState<Dialog>(null);
-  if (!setup.formulas && !setup.vectors) return null;
+  // the tools every board has (images) sit in the same bar or column
   const a = api.current;
   const id = () => `el${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 
@@ -98,6 +98,7 @@ export function SubjectTools({ subject, api, compact = false }: { subject: Subje
 
   return (
     <div className={`subject-tools${compact ? ' compact' : ''}`}>
+      {children}
       {setup.formulas && (
         <button className="tool-button" title="Insert a formula (LaTeX)" aria-label="Formula" onClick={() => setDialog({ kind: 'formula', latex: '' })} data-testid="tool-formula">
           {compact ? '∑' : '∑ Formula'}

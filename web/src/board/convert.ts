@@ -63,7 +63,7 @@ export interface ExBound {
 export type FormulaData = { kind: 'formula'; latex: string; fontSize: number };
 export type VectorData = { kind: 'vector'; label: string; magnitude: number | null; unit: string };
 
-const SYNCED = new Set(['freedraw', 'rectangle', 'ellipse', 'diamond', 'line', 'arrow', 'text']);
+const SYNCED = new Set(['freedraw', 'rectangle', 'ellipse', 'diamond', 'line', 'arrow', 'text', 'image']);
 export const isSyncable = (el: ExEl): boolean => SYNCED.has(el.type);
 
 /** Coordinates are kept to 1/100 of a scene unit: invisible at any zoom, and it halves a stroke's size on the wire. */
@@ -132,7 +132,7 @@ function edgesField(ex: ExEl): { edges?: 'sharp' | 'round' } {
   return drawn === edgesOf({ type: ex.type }) ? {} : { edges: drawn };
 }
 
-/** Our element for an Excalidraw element on `pageId`; null for what the board does not store (images, frames...). */
+/** Our element for an Excalidraw element on `pageId`; null for what the board does not store (frames, embeds...). */
 export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
   if (!isSyncable(ex)) return null;
   const base = {
@@ -195,6 +195,23 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
         ...(endBinding ? { end_binding: endBinding } : {}),
         // an elbow arrow has no roundness: stored as a sharp one through its points
         ...edgesField(ex),
+      };
+    }
+    case 'image': {
+      const fileId = typeof ex.fileId === 'string' && /^[0-9a-f]{64}$/.test(ex.fileId) ? ex.fileId : null;
+      if (!fileId) return null;
+      const sc = (ex.scale as [number, number] | undefined) ?? [1, 1];
+      const crop = ex.crop as { x: number; y: number; width: number; height: number; naturalWidth: number; naturalHeight: number } | null | undefined;
+      const px = (v: number) => clampNum(Math.max(0, v), 100_000);
+      return {
+        ...base,
+        ...size,
+        type: 'image',
+        file_id: fileId,
+        // `error` is the editor's own note that a file did not load here: not a change of the element
+        status: ex.status === 'pending' ? 'pending' : 'saved',
+        scale: [sc[0] < 0 ? -1 : 1, sc[1] < 0 ? -1 : 1],
+        crop: crop ? { x: px(crop.x), y: px(crop.y), width: px(crop.width), height: px(crop.height), natural_width: px(crop.naturalWidth), natural_height: px(crop.naturalHeight) } : null,
       };
     }
     case 'text': {
@@ -278,6 +295,17 @@ export function toExcalidraw(el: BoardElement, roughness: number, bound: readonl
     }
     case 'vector':
       return { ...common, type: 'arrow', points: [[0, 0], [el.dx, el.dy]], width: Math.abs(el.dx), height: Math.abs(el.dy), startArrowhead: null, endArrowhead: 'triangle', roundness: null, lastCommittedPoint: null, startBinding: null, endBinding: null, customData: { kind: 'vector', label: el.label, magnitude: el.magnitude, unit: el.unit } };
+    case 'image':
+      return {
+        ...common,
+        type: 'image',
+        width: el.width,
+        height: el.height,
+        fileId: el.file_id,
+        status: el.status,
+        scale: [...el.scale],
+        crop: el.crop ? { x: el.crop.x, y: el.crop.y, width: el.crop.width, height: el.crop.height, naturalWidth: el.crop.natural_width, naturalHeight: el.crop.natural_height } : null,
+      };
     case 'text':
       // a label sits where its author put it in the shape's height (the middle unless said; the x, y sent are where it is)
       return { ...common, type: 'text', text: el.text, originalText: el.text, fontSize: el.font_size, fontFamily: OURS_TO_FONT[el.font_family], textAlign: el.align, verticalAlign: el.container_id ? (el.vertical_align ?? 'middle') : 'top', width: el.width, height: el.height, containerId: el.container_id ?? null, autoResize: true, lineHeight: 1.25 };

@@ -268,7 +268,8 @@ export class BoardSync {
     // server stamped higher takes that stamp in the editor too
     // my own delete of the page I am on moves me to another one: shown as a page switch (it stayed on screen)
     if (page !== this.page) this.render(true);
-    else if (sent && (seq === null || skipped.length || restamped.length)) this.render(false);
+    // ... and an element operation not made in the editor (a PDF's page image) is shown once it is committed
+    else if (sent && (seq === null || skipped.length || restamped.length || !sent.changes.length)) this.render(false);
     this.host.changed(this.view());
     if (sent?.op.type === 'page.add' && seq !== null) {
       this.adding = sent.op.page.id;

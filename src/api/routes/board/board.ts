@@ -1,4 +1,5 @@
 import { BoardStore } from '../../../board/store.js';
+import { PgFileStore } from '../../../board/files/store.js';
 import { PreviewService } from '../../../board/preview.js';
 import type { Deps } from '../../../deps.js';
 import { getLiveLesson } from '../../../domain/lessons.js';
@@ -6,15 +7,16 @@ import { Errors } from '../../../errors.js';
 import { BoardSnapshotSchema, presentSnapshot } from '../../presenters/board.js';
 import { answerNotModified } from '../../conditional.js';
 import { defineRoute, LessonIdParams } from '../../route.js';
+import { z } from 'zod';
 
 const tag = 'Board content';
 
 /** One store and preview renderer per process (the renderer is single-flight per lesson). */
-const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService }>();
+const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService; files: PgFileStore }>();
 function board(deps: Deps) {
   let s = services.get(deps);
   if (!s) {
-    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH, deps.config) };
+    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH, deps.config), files: new PgFileStore(deps.sql, deps.readSql) };
     services.set(deps, s);
   }
   return s;
@@ -38,7 +40,9 @@ export const boardRoutes = [
     async handler(ctx, { params }) {
       const { deps, auth } = ctx.state;
       const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
-      const snapshot = presentSnapshot(lesson.id, await board(deps).store.read(lesson.id));
+      const read = await board(deps).store.read(lesson.id);
+      // read after the board: a file an element there names as saved was stored before that element
+      const snapshot = presentSnapshot(lesson.id, read, await board(deps).files.list(deps.readSql, lesson.id));
       // seq names the board's state; weak, as the JSON may be sent compressed or not
       ctx.set('Cache-Control', 'private, no-cache');
       if (answerNotModified(ctx, `W/"${snapshot.version}-${snapshot.seq}"`)) return;
@@ -72,6 +76,33 @@ export const boardRoutes = [
       if (answerNotModified(ctx, `"${preview.seq}"`)) return;
       ctx.type = 'image/png';
       ctx.body = preview.png;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/lessons/{id}/files/{file_id}',
+    tag,
+    summary: 'The bytes of a file of the board (an image, a PDF page)',
+    description:
+      "A file the snapshot lists (`files`; image elements name it by `file_id`): the bytes participants uploaded, as the " +
+      'gateway kept them after checking and re-encoding (PNG, JPEG or WebP, no metadata). Content-addressed: `file_id` is ' +
+      'the hex sha-256 of the bytes, so they never change; ETag is the file id and If-None-Match answers 304.',
+    params: LessonIdParams.extend({ file_id: z.string().regex(/^[0-9a-f]{64}$/) }),
+    responses: {
+      200: { description: 'The file (image/png, image/jpeg or image/webp)', contentType: 'image/*', headers: { ETag: '"<file_id>"' } },
+      304: { description: 'Not modified (If-None-Match matched)' },
+    },
+    errors: ['not_found', 'archived'],
+    async handler(ctx, { params }) {
+      const { deps, auth } = ctx.state;
+      const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
+      const file = await board(deps).files.get(lesson.id, params.file_id);
+      if (!file) throw Errors.notFound('File');
+      ctx.set('Cache-Control', 'private, max-age=31536000, immutable');
+      ctx.set('X-Content-Type-Options', 'nosniff');
+      if (answerNotModified(ctx, `"${file.id}"`)) return;
+      ctx.type = file.type;
+      ctx.body = file.data;
     },
   }),
 ];
