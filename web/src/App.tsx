@@ -4,6 +4,7 @@ import type { MediaState, Person, ServerMessage, ServerMessageOf } from '../../r
 import type { SubjectMode } from '../../src/domain/enums.js';
 import { Board, type BoardHandle } from './board/Board.js';
 import { Connection, type ConnState, type EndReason } from './net/connection.js';
+import { PanelToggle } from './layout/PanelToggle.js';
 import { FollowBar } from './presence/FollowBar.js';
 import { NOBODY_FOLLOWS, Together } from './presence/Together.js';
 import { Call } from './rtc/call.js';
@@ -31,6 +32,8 @@ export function App({ token }: { token: string }) {
   const [chat, setChat] = useState<ChatLine[]>([]);
   const [toast, setToast] = useState<string | null>(null);
   const [chatRefusals, setChatRefusals] = useState(0);
+  /** the side panel on a phone (elsewhere it is always beside or under the board) */
+  const [panelOpen, setPanelOpen] = useState(false);
   const [, rerender] = useReducer((x: number) => x + 1, 0);
   const board = useRef<BoardHandle | null>(null);
   const early = useRef<BoardMessage[]>([]);
@@ -238,13 +241,14 @@ export function App({ token }: { token: string }) {
   }
 
   return (
-    <div className="app">
+    <div className={`app ${panelOpen ? 'panel-open' : 'panel-closed'}`}>
       <header className="topbar">
         <div className="brand">
           <span className="logo" aria-hidden>◧</span>
           <h1>{welcome?.lesson.title ?? 'Lesson'}</h1>
           {welcome && <span className="subject">{subjectLabel(welcome.lesson.subject_mode)}</span>}
         </div>
+        {welcome && <PanelToggle open={panelOpen} setOpen={setPanelOpen} chat={chat} meId={welcome.you.id} />}
         <span className={`conn ${conn.kind}`} data-testid="connection" data-state={conn.kind}>
           <span className="dot" />
           {status}
@@ -260,7 +264,7 @@ export function App({ token }: { token: string }) {
           {together.current && <FollowBar together={together.current} present={(id) => participants.some((p) => p.id === id)} />}
         </main>
         {welcome && me && (
-          <div className="side-wrap">
+          <div className="side-wrap" id="side-panel">
             {full && call.current && <VideoTiles call={call.current} me={{ ...me, camera: call.current.camera, mic: call.current.mic }} participants={participants} changed={reportMedia} />}
             <SidePanel
               me={me}
