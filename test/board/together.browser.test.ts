@@ -204,3 +204,41 @@ describe("following someone's view", () => {
     for (const p of [teacher, boris, vera]) await p.context().close();
   }, 120_000);
 });
+
+describe('pages as people expect', () => {
+  it("keeps each page's own view, renames a page on its tab and lets the teacher reorder pages by dragging", async () => {
+    const { teacher, boris } = await threePeople();
+    const zoom = async () => (await viewOf(teacher)).zoom;
+    for (let i = 0; i < 2; i++) await teacher.locator('.zoom-in-button').click();
+    await expect.poll(zoom).toBeGreaterThan(1.15);
+    const first = await viewOf(teacher);
+    await teacher.getByRole('button', { name: 'Add page' }).click();
+    await teacher.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    for (let i = 0; i < 4; i++) await teacher.locator('.zoom-out-button').click();
+    await expect.poll(zoom).toBeLessThan(1);
+    const second = await viewOf(teacher);
+    await goToPage(teacher, 0);
+    await expect.poll(() => viewOf(teacher)).toEqual(first);
+    await goToPage(teacher, 1);
+    await expect.poll(() => viewOf(teacher)).toEqual(second);
+
+    // renamed in place: no browser prompt
+    let prompted = false;
+    teacher.on('dialog', () => (prompted = true));
+    await teacher.locator('[data-testid=page-tab-1]').dblclick();
+    await teacher.locator('[data-testid=page-rename-1]').fill('Forces');
+    await stack.shot(teacher, 'together-rename-in-place');
+    await teacher.keyboard.press('Enter');
+    await boris.locator('[data-testid=page-tab-1]', { hasText: 'Forces' }).waitFor();
+    expect(prompted).toBe(false);
+
+    // the teacher drags "Forces" before "Page 1": everyone's tabs follow
+    await teacher.locator('[data-testid=page-tab-wrap-1]').dragTo(teacher.locator('[data-testid=page-tab-wrap-0]'));
+    await boris.locator('[data-testid=page-tab-0]', { hasText: 'Forces' }).waitFor();
+    await teacher.locator('[data-testid=page-tab-1]', { hasText: 'Page 1' }).waitFor();
+    await stack.shot(boris, 'together-reordered');
+    expect(teacher.errors).toEqual([]);
+    await teacher.context().close();
+    await boris.context().close();
+  }, 120_000);
+});

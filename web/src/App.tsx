@@ -4,7 +4,7 @@ import type { MediaState, Person, ServerMessage, ServerMessageOf } from '../../r
 import type { SubjectMode } from '../../src/domain/enums.js';
 import { Board, type BoardHandle } from './board/Board.js';
 import { Connection, type ConnState, type EndReason } from './net/connection.js';
-import { PanelToggle } from './layout/PanelToggle.js';
+import { PanelToggle, usePhoneLayout } from './layout/PanelToggle.js';
 import { FollowBar } from './presence/FollowBar.js';
 import { NOBODY_FOLLOWS, Together } from './presence/Together.js';
 import { Call } from './rtc/call.js';
@@ -34,6 +34,7 @@ export function App({ token }: { token: string }) {
   const [chatRefusals, setChatRefusals] = useState(0);
   /** the side panel on a phone (elsewhere it is always beside or under the board) */
   const [panelOpen, setPanelOpen] = useState(false);
+  const phone = usePhoneLayout();
   const [, rerender] = useReducer((x: number) => x + 1, 0);
   const board = useRef<BoardHandle | null>(null);
   const early = useRef<BoardMessage[]>([]);
@@ -241,14 +242,14 @@ export function App({ token }: { token: string }) {
   }
 
   return (
-    <div className={`app ${panelOpen ? 'panel-open' : 'panel-closed'}`}>
+    <div className={`app${phone ? (panelOpen ? ' panel-open' : ' panel-closed') : ''}`}>
       <header className="topbar">
         <div className="brand">
           <span className="logo" aria-hidden>◧</span>
           <h1>{welcome?.lesson.title ?? 'Lesson'}</h1>
           {welcome && <span className="subject">{subjectLabel(welcome.lesson.subject_mode)}</span>}
         </div>
-        {welcome && <PanelToggle open={panelOpen} setOpen={setPanelOpen} chat={chat} meId={welcome.you.id} />}
+        {welcome && phone && <PanelToggle open={panelOpen} setOpen={setPanelOpen} chat={chat} meId={welcome.you.id} />}
         <span className={`conn ${conn.kind}`} data-testid="connection" data-state={conn.kind}>
           <span className="dot" />
           {status}

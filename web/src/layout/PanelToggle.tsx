@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import type { ChatLine } from '../ui/SidePanel.js';
 
 /**
@@ -8,6 +8,19 @@ import type { ChatLine } from '../ui/SidePanel.js';
  * button and read out by screen readers; opening the panel clears it.
  */
 const PEEK_MS = 6000;
+
+/** The phone layout's media query (styles.css, "A phone held upright"): the panel is opened and closed only there. */
+const PHONE_UPRIGHT = '(max-width: 600px) and (orientation: portrait), (max-width: 600px) and (min-height: 640px)';
+const phoneQuery = typeof matchMedia === 'function' ? matchMedia(PHONE_UPRIGHT) : null;
+export function usePhoneLayout(): boolean {
+  return useSyncExternalStore(
+    (fn) => {
+      phoneQuery?.addEventListener('change', fn);
+      return () => phoneQuery?.removeEventListener('change', fn);
+    },
+    () => !!phoneQuery?.matches,
+  );
+}
 
 export function PanelToggle({ open, setOpen, chat, meId }: { open: boolean; setOpen: (open: boolean) => void; chat: ChatLine[]; meId: string }) {
   const [unread, setUnread] = useState<ChatLine[]>([]);

@@ -2,6 +2,7 @@ import { getVisibleSceneBounds, zoomToFitBounds } from '@excalidraw/excalidraw';
 import type { AppState, Collaborator, ExcalidrawImperativeAPI, OnUserFollowedPayload, SocketId } from '@excalidraw/excalidraw/types';
 import type { ClientMessage } from '../../../realtime/protocol/clientMessages.js';
 import type { Person, ServerMessageOf } from '../../../realtime/protocol/serverMessages.js';
+import { PageViews } from '../board/pageViews.js';
 
 /** A remote pointer not moved for this long is no longer shown (the person stepped away from the board). */
 export const POINTER_IDLE_MS = 5000;
@@ -86,6 +87,8 @@ export class Together {
   private following: string | null = null;
   /** the view of the person I follow, applied again after a page switch it asked for */
   private lastView: ViewFrame | null = null;
+  /** my own view of each page, restored when I come back to it (the editor holds one page at a time) */
+  private readonly pageViews = new PageViews();
   private readonly cursorOut: Coalescer<ClientMessage>;
   private readonly viewOut: Coalescer<true>;
   /** whether my pointer is on the board as far as the others know */
@@ -130,7 +133,9 @@ export class Together {
     if (page === this.page) return;
     this.page = page;
     this.render();
+    const mine = this.pageViews.of(page);
     if (this.lastView && this.lastView.page === page) this.fit(this.lastView);
+    else if (mine && this.api) this.api.updateScene({ appState: { scrollX: mine.scrollX, scrollY: mine.scrollY, zoom: { value: mine.zoom as never } } });
     this.viewChanged(true);
   }
 
@@ -158,8 +163,9 @@ export class Together {
   };
 
   /** Excalidraw's onScrollChange: my view moved (pan, zoom, a resize, a fitted view). */
-  scrolled = (): void => {
+  scrolled = (scrollX: number, scrollY: number, zoom: { value: number }): void => {
     this.viewChanged(false);
+    if (this.page) this.pageViews.moved(this.page, { scrollX, scrollY, zoom: zoom.value });
     if (this.api) publishView(this.api);
   };
 
