@@ -104,7 +104,7 @@ describe('pointers of the others', () => {
     expect(boris.errors).toEqual([]);
     await teacher.context().close();
     await boris.context().close();
-  }, 120_000);
+  }, 180_000);
 
   it("shows the teacher's laser trail on the student's screen, fading as it does locally", async () => {
     const { teacher, boris } = await threePeople();
@@ -127,7 +127,7 @@ describe('pointers of the others', () => {
     await expect.poll(() => paintedIn(boris, [0, 0, 900, 600]), { timeout: 5000 }).toBe(0);
     await teacher.context().close();
     await boris.context().close();
-  }, 120_000);
+  }, 180_000);
 });
 
 describe("following someone's view", () => {
@@ -167,7 +167,7 @@ describe("following someone's view", () => {
     await teacher.locator('[data-testid=followers]').waitFor({ state: 'detached' });
     await teacher.context().close();
     await boris.context().close();
-  }, 120_000);
+  }, 180_000);
 
   it('makes every student follow the teacher, a late joiner on a phone too; a student steps out and comes back', async () => {
     const { teacher, boris, url } = await threePeople();
@@ -202,7 +202,7 @@ describe("following someone's view", () => {
     expect(boris.errors).toEqual([]);
     expect(vera.errors).toEqual([]);
     for (const p of [teacher, boris, vera]) await p.context().close();
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('pages as people expect', () => {
@@ -240,5 +240,5 @@ describe('pages as people expect', () => {
     expect(teacher.errors).toEqual([]);
     await teacher.context().close();
     await boris.context().close();
-  }, 120_000);
+  }, 180_000);
 });
