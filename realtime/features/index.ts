@@ -4,6 +4,7 @@ import { boardFeature } from './board/feature.js';
 import { callFeature } from './call/feature.js';
 import { MediaStates } from './call/media.js';
 import { chatFeature } from './chat/feature.js';
+import { followFeature } from './follow/feature.js';
 import { BoardService } from './board/service.js';
 import { pageFeature } from './page/feature.js';
 import { teacherFeature } from './teacher/feature.js';
@@ -12,12 +13,12 @@ import { Removals } from './teacher/removals.js';
 /**
  * The lesson itself on the gateway (docs/board.md, "Wiring into the
  * gateway"): the board, teacher rights, the video call's signalling, chat,
- * and the participant page. startGateway uses these unless given its own list.
+ * following a view, and the participant page. startGateway uses these unless given its own list.
  * Each feature keeps its per-lesson state on the gateway's Lesson
  * (realtime/lesson/Lesson.ts) and talks to other nodes through it.
  */
 export function defaultFeatures(deps: Deps): GatewayFeature[] {
   const removals = new Removals(deps);
   const media = new MediaStates(deps.redis);
-  return [boardFeature(deps, new BoardService(deps)), teacherFeature(deps, media, removals), callFeature(deps, media), chatFeature(deps), pageFeature(deps)];
+  return [boardFeature(deps, new BoardService(deps)), teacherFeature(deps, media, removals), callFeature(deps, media), chatFeature(deps), followFeature(deps), pageFeature(deps)];
 }

@@ -50,7 +50,12 @@ export const ClientMessages = {
     y: coordinate,
     /** board page the pointer is on */
     page: z.string().min(1).max(64).optional(),
+    /** the editor's tool: `laser` draws a fading trail on the others' screens while the button is down */
+    tool: z.enum(['pointer', 'laser']).optional(),
+    button: z.enum(['up', 'down']).optional(),
   }),
+  /** my pointer left the board (off the canvas, tab hidden): the others stop showing it */
+  'cursor.leave': z.object({ type: z.literal('cursor.leave') }).strict(),
   ping: z.object({ type: z.literal('ping'), id: z.union([z.string().max(64), z.number()]).optional() }),
   // ---- board ----
   /** a board operation (BoardOpSchema, checked by the board); `ref` comes back on board.ack / board.reject */
@@ -59,6 +64,13 @@ export const ClientMessages = {
   'board.sync': z.object({ type: z.literal('board.sync'), since: z.number().int().min(0) }).strict(),
   /** new points of the stroke I am drawing; relayed to the others, not stored */
   'board.stroke': z.object({ type: z.literal('board.stroke'), ...strokeFields }).strict(),
+  // ---- following a view ----
+  /** the part of the board I see (scene coordinates) on `page`: for the people who follow me */
+  view: z.object({ type: z.literal('view'), page: IdSchema, x1: coordinate, y1: coordinate, x2: coordinate, y2: coordinate }).strict(),
+  /** whom I follow now (null: nobody) */
+  follow: z.object({ type: z.literal('follow'), to: PersonIdSchema.nullable() }).strict(),
+  /** teacher: everyone (students present and later joiners) follows me, or stops */
+  lead: z.object({ type: z.literal('lead'), on: z.boolean() }).strict(),
   // ---- chat ----
   'chat.send': z.object({ type: z.literal('chat.send'), text: z.string().trim().min(1).max(CHAT_MAX_CHARS) }).strict(),
   // ---- call (full lessons) ----

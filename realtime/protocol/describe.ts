@@ -23,8 +23,12 @@ export const END = '<!-- end of generated section -->';
 
 const CLIENT: Record<ClientMessageType, string> = {
   cursor:
-    'Pointer position; relayed to the others in the lesson (never to the sender\'s own sockets) as `cursor` with `from`. Ephemeral; at most GATEWAY_PERSON_CURSORS_PER_SECOND (30) a second per person, the rest dropped.',
+    'Pointer position (`tool` `laser` with `button` down: a laser trail); relayed to the others in the lesson (never to the sender\'s own sockets) as `cursor` with `from`. Ephemeral; at most GATEWAY_PERSON_CURSORS_PER_SECOND (30) a second per person, the rest dropped.',
+  'cursor.leave': 'My pointer left the board (off the canvas, tab hidden); relayed as `cursor.leave` with `from`, on the cursor budget.',
   ping: 'Round-trip check; answered with `pong`.',
+  view: 'The part of the board I see (scene coordinates) on `page`, for those who follow me; relayed to the others as `view` with `from`. Ephemeral; at most 10 a second per person (with `follow`), the rest dropped.',
+  follow: 'Whom I follow now (`to` null: nobody); relayed to the others as `follow` with `from`. Ephemeral, on the `view` budget.',
+  lead: 'Teacher: everyone follows me (`on`), students present and those who join later, or stop. A student gets `error` `forbidden`.',
   'board.op': 'Apply one board operation (`op`: "Board operations" above). Answered with `board.ack` or `board.reject` carrying `ref`.',
   'board.sync': 'Send me the board: everything (`since` 0) or what changed after `since`. Answered with `board.state`.',
   'board.stroke': 'New points of the stroke I am drawing ("Strokes in progress"); relayed to the others, never stored.',
@@ -41,9 +45,13 @@ const CLIENT: Record<ClientMessageType, string> = {
 
 const SERVER: Record<ServerMessageType, string> = {
   welcome:
-    'First message after the upgrade, once the participant counts as present. `chat`, `ice_servers`, `media` and `call_id` are added by the lesson features (the last three in full lessons).',
+    'First message after the upgrade, once the participant counts as present. `chat`, `ice_servers`, `media`, `call_id` and `lead` are added by the lesson features (`ice_servers`, `media`, `call_id` in full lessons).',
   presence: 'A person became present (`joined`), is no longer present (`left`), or the whole list after a Redis loss (`sync`).',
-  cursor: 'Another participant\'s pointer.',
+  cursor: 'Another participant\'s pointer (scene coordinates); `tool` `laser` with `button` down draws a fading trail.',
+  'cursor.leave': 'That participant\'s pointer left the board: stop showing it.',
+  view: 'What `from` sees: a follower fits these bounds into its window and goes to `page`.',
+  follow: '`from` follows `to` now (null: nobody).',
+  lead: 'Everyone follows the teacher `by` (null: nobody leads any more).',
   pong: 'Answer to `ping`; `t` is the server time (ms).',
   error: 'A frame was refused; the connection stays open (close codes say what closes it). Codes below.',
   'board.state': 'Answer to `board.sync`. `full: true`: replace everything with `elements`; `full: false`: `elements` changed and `deleted_ids` were deleted after `since`. `optional_fields`: the optional element fields this node keeps (`vertical_align`, `edges`); send it no other of them (a node older than a field refuses an element carrying it).',

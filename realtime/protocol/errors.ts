@@ -18,7 +18,7 @@ export const ERROR_CODES = {
   rate_limited:
     'over the connection\'s message rate (at most one such error a second), or over the person\'s chat budget (`ref` `chat.send`); the frame was dropped',
   internal: 'the message could not be processed: a bug on our side',
-  forbidden: 'a student sent a teacher action, or a teacher targeted someone they may not (a teacher cannot be muted)',
+  forbidden: 'a student sent a teacher action (`lead` included), or a teacher targeted someone they may not (a teacher cannot be muted)',
   board_only: 'a call or media message in a `board_only` lesson',
   not_found: 'the message names a participant who is not in this lesson, or the sender',
 } as const satisfies Record<string, string>;

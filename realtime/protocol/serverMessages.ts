@@ -60,6 +60,8 @@ export const WelcomeMessage = z.object({
     messages_per_second: z.number(),
     message_burst: z.number(),
     idle_timeout_seconds: z.number(),
+    /** GATEWAY_PERSON_CURSORS_PER_SECOND: the page sends its pointer below it */
+    cursors_per_second: z.number(),
   }),
   // ---- added by the lesson features ----
   /** the last chat lines, oldest first (chat) */
@@ -70,9 +72,11 @@ export const WelcomeMessage = z.object({
   media: z.record(z.string(), MediaStateFields).optional(),
   /** this connection's public id in the call; signals name it in `to_conn` (full lessons) */
   call_id: z.string().regex(CALL_ID).optional(),
+  /** the teacher everyone follows ("Everyone follow me"), or null */
+  lead: PersonIdSchema.nullable().optional(),
 });
 /** The fields of `welcome` that the lesson features add. */
-export const WelcomeExtras = WelcomeMessage.pick({ chat: true, ice_servers: true, media: true, call_id: true });
+export const WelcomeExtras = WelcomeMessage.pick({ chat: true, ice_servers: true, media: true, call_id: true, lead: true });
 
 export const PresenceMessage = z.discriminatedUnion('event', [
   z.object({ type: z.literal('presence'), event: z.literal('joined'), person: PersonSchema, seq: z.number(), count: z.number() }),
@@ -80,7 +84,15 @@ export const PresenceMessage = z.discriminatedUnion('event', [
   z.object({ type: z.literal('presence'), event: z.literal('sync'), people: z.array(PersonSchema), seq: z.number(), count: z.number() }),
 ]);
 
-export const CursorRelayMessage = z.object({ type: z.literal('cursor'), from: PersonIdSchema, x: z.number(), y: z.number(), page: z.string().optional() });
+export const CursorRelayMessage = z.object({
+  type: z.literal('cursor'),
+  from: PersonIdSchema,
+  x: z.number(),
+  y: z.number(),
+  page: z.string().optional(),
+  tool: z.enum(['pointer', 'laser']).optional(),
+  button: z.enum(['up', 'down']).optional(),
+});
 
 export const PongMessage = z.object({ type: z.literal('pong'), id: z.union([z.string(), z.number()]).optional(), t: z.number() });
 
@@ -92,8 +104,13 @@ export const ServerMessages = {
   welcome: WelcomeMessage,
   presence: PresenceMessage,
   cursor: CursorRelayMessage,
+  'cursor.leave': z.object({ type: z.literal('cursor.leave'), from: PersonIdSchema }),
   pong: PongMessage,
   error: ErrorMessage,
+  // ---- following a view ----
+  view: z.object({ type: z.literal('view'), from: PersonIdSchema, page: z.string(), x1: z.number(), y1: z.number(), x2: z.number(), y2: z.number() }),
+  follow: z.object({ type: z.literal('follow'), from: PersonIdSchema, to: PersonIdSchema.nullable() }),
+  lead: z.object({ type: z.literal('lead'), by: PersonIdSchema.nullable() }),
   // ---- board ----
   'board.state': z.object({
     type: z.literal('board.state'),

@@ -22,6 +22,7 @@ export function welcomeFrame(conn: ClientConnection, people: string[], seq: numb
       messages_per_second: c.GATEWAY_MESSAGES_PER_SECOND,
       message_burst: c.GATEWAY_MESSAGE_BURST,
       idle_timeout_seconds: c.GATEWAY_IDLE_TIMEOUT_SECONDS,
+      cursors_per_second: c.GATEWAY_PERSON_CURSORS_PER_SECOND,
     },
   });
   return `${body.slice(0, -1)},"people":[${people.join(',')}]}`;

@@ -47,8 +47,19 @@ describe('the lesson page on a phone', () => {
       await teacher.getByLabel('Message').fill(text);
       await teacher.getByRole('button', { name: 'Send', exact: true }).click();
     }
-    await page.getByText('We start with gravity.').waitFor();
+    // the panel is closed: the board takes most of the screen, and the new lines are announced on it
+    await expect.poll(() => page.locator('[data-testid=unread]').textContent()).toBe('3');
+    await page.getByTestId('chat-peek').getByText('We start with gravity.').waitFor();
+    const board = await rectOf(page, '[data-testid=board]');
+    expect(board.height, 'drawing area with the panel closed').toBeGreaterThanOrEqual(844 * 0.6);
+    expect(within(board, 390, 844)).toBe(true);
+    await stack.shot(page, 'phone-panel-closed');
+    await page.getByTestId('panel-toggle').tap();
+    await page.locator('[data-testid=chat]').getByText('We start with gravity.').waitFor();
+    await page.locator('[data-testid=unread]').waitFor({ state: 'detached' });
     await stack.shot(page, 'phone-lesson');
+    // everyone in the panel on screen: nobody cut off at the right edge
+    for (const li of await page.locator('[data-testid=participants] li').all()) expect(within((await li.boundingBox())!, 390, 844)).toBe(true);
 
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     expect(await page.evaluate(() => document.body.scrollWidth)).toBeLessThanOrEqual(390);
@@ -61,6 +72,8 @@ describe('the lesson page on a phone', () => {
     expect(within(await rectOf(page, 'input[aria-label=Message]'), 390, 844)).toBe(true);
     expect(within(await rectOf(page, '.chat form button'), 390, 844)).toBe(true);
 
+    await page.getByTestId('panel-toggle').tap();
+    await page.locator('[data-testid=chat]').waitFor({ state: 'hidden' });
     // Excalidraw's toolbar and our subject tools: on screen, and they work with a tap
     const pen = await rectOf(page, '[data-testid="toolbar-freedraw"]');
     expect(within(pen, 390, 844)).toBe(true);

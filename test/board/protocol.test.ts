@@ -20,6 +20,10 @@ describe('protocol catalogue schemas (docs/protocol.md)', () => {
       'teacher.mute': { type: 'teacher.mute', participant_id: 'p2', mic: true },
       'teacher.unmute': { type: 'teacher.unmute', participant_id: 'p2', mic: true },
       'teacher.remove': { type: 'teacher.remove', participant_id: 'p2' },
+      'cursor.leave': { type: 'cursor.leave' },
+      view: { type: 'view', page: 'p1', x1: -10, y1: -10, x2: 800, y2: 600 },
+      follow: { type: 'follow', to: null },
+      lead: { type: 'lead', on: true },
     };
     for (const [type, msg] of Object.entries(samples)) {
       expect(ClientMessages[type as keyof typeof ClientMessages].safeParse(msg).success, type).toBe(true);
@@ -27,7 +31,7 @@ describe('protocol catalogue schemas (docs/protocol.md)', () => {
     }
     expect(Object.keys(ServerMessages).sort()).toEqual(
       [
-        'welcome', 'presence', 'cursor', 'pong', 'error',
+        'welcome', 'presence', 'cursor', 'cursor.leave', 'pong', 'error', 'view', 'follow', 'lead',
         'board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'board.stroke',
         'chat', 'media.state', 'muted', 'unmuted', 'call.ice_servers', 'rtc.hello', 'rtc.answer', 'rtc.ice', 'rtc.offer', 'rtc.bye',
       ].sort(),
@@ -48,6 +52,9 @@ describe('protocol catalogue schemas (docs/protocol.md)', () => {
       { type: 'board.stroke', id: 's1', from: 5, points: Array.from({ length: 501 }, () => [0, 0]) },
       { type: 'board.stroke', id: 's1', from: 0, points: [[0, 0]], head: { type: 'rectangle' } },
       { type: 'cursor', x: 2e9, y: 0 },
+      { type: 'cursor', x: 0, y: 0, tool: 'pen' },
+      { type: 'view', page: 'p1', x1: 0, y1: 0, x2: 1, y2: 1, zoom: 2 },
+      { type: 'lead', on: 'yes' },
       { type: 'nope' },
     ]) {
       expect(ClientMessageSchema.safeParse(bad).success, JSON.stringify(bad).slice(0, 60)).toBe(false);

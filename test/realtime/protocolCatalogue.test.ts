@@ -66,7 +66,11 @@ describe('frames on the wire', () => {
     const tid = t.of('welcome')[0].you.id as string;
     const tabConn = tab2.of('welcome')[0].call_id as string;
 
-    t.send({ type: 'cursor', x: 1, y: 2, page: 'page-1' });
+    t.send({ type: 'cursor', x: 1, y: 2, page: 'page-1', tool: 'laser', button: 'down' });
+    t.send({ type: 'cursor.leave' });
+    t.send({ type: 'view', page: 'page-1', x1: 0, y1: 0, x2: 800, y2: 600 });
+    s.send({ type: 'follow', to: tid });
+    t.send({ type: 'lead', on: true });
     t.send({ type: 'ping', id: 1 });
     t.send({ type: 'chat.send', text: 'hello' });
     t.send({ type: 'board.sync', since: 0 });

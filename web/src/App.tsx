@@ -1,9 +1,12 @@
-import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
+import { useEffect, useMemo, useReducer, useRef, useState, useSyncExternalStore } from 'react';
 import type { ClientMessage } from '../../realtime/protocol/clientMessages.js';
 import type { MediaState, Person, ServerMessage, ServerMessageOf } from '../../realtime/protocol/serverMessages.js';
 import type { SubjectMode } from '../../src/domain/enums.js';
 import { Board, type BoardHandle } from './board/Board.js';
 import { Connection, type ConnState, type EndReason } from './net/connection.js';
+import { PanelToggle, usePhoneLayout } from './layout/PanelToggle.js';
+import { FollowBar } from './presence/FollowBar.js';
+import { NOBODY_FOLLOWS, Together } from './presence/Together.js';
 import { Call } from './rtc/call.js';
 import { SidePanel, type ChatLine } from './ui/SidePanel.js';
 import { VideoTiles } from './ui/VideoTiles.js';
@@ -29,11 +32,16 @@ export function App({ token }: { token: string }) {
   const [chat, setChat] = useState<ChatLine[]>([]);
   const [toast, setToast] = useState<string | null>(null);
   const [chatRefusals, setChatRefusals] = useState(0);
+  /** the side panel on a phone (elsewhere it is always beside or under the board) */
+  const [panelOpen, setPanelOpen] = useState(false);
+  const phone = usePhoneLayout();
   const [, rerender] = useReducer((x: number) => x + 1, 0);
   const board = useRef<BoardHandle | null>(null);
   const early = useRef<BoardMessage[]>([]);
   const call = useRef<Call | null>(null);
   const connection = useRef<Connection | null>(null);
+  const together = useRef<Together | null>(null);
+  const togetherState = useSyncExternalStore(together.current?.subscribe ?? noSubscription, together.current?.state ?? (() => NOBODY_FOLLOWS));
 
   /** newest camera/microphone state per person (the gateway's), also for people whose presence arrives later */
   const media = useRef(new Map<string, MediaState>());
@@ -71,6 +79,8 @@ export function App({ token }: { token: string }) {
         const w = msg;
         const others = (w.people ?? []).filter((p) => p.id !== w.you.id);
         for (const [id, s] of Object.entries(w.media ?? {})) if ((media.current.get(id)?.v ?? -1) < s.v) media.current.set(id, s);
+        together.current ??= new Together(w.you, (m) => send(m), w.limits.cursors_per_second);
+        together.current.welcome(w);
         setWelcome(w);
         welcomeRef.current = w;
         setParticipants(uniq([w.you, ...others].map(withKnownMedia)));
@@ -105,12 +115,15 @@ export function App({ token }: { token: string }) {
           const ids = new Set(m.people.map((p) => p.id));
           setParticipants((ps) => uniq([...ps.filter((p) => ids.has(p.id)), ...m.people.map(withKnownMedia)]));
           for (const p of m.people) call.current?.peerPresent(p.id);
+          together.current?.everyone(m.people);
           return;
         }
         const person = withKnownMedia(m.person);
         setParticipants((ps) => (m.event === 'joined' ? uniq([...ps, person]) : ps.filter((p) => p.id !== person.id)));
         // a person who joins says hello to me (rtc.hello); one who leaves takes all their tabs along
         if (m.event === 'left') call.current?.peerLeft(person.id);
+        if (m.event === 'left') together.current?.left(person.id);
+        else together.current?.joined(m.person);
         return;
       }
       case 'chat':
@@ -184,8 +197,22 @@ export function App({ token }: { token: string }) {
         else early.current.push(msg);
         return;
       case 'cursor':
+        together.current?.cursor(msg);
+        return;
+      case 'cursor.leave':
+        together.current?.cursorLeave(msg.from);
+        return;
+      case 'view':
+        together.current?.view(msg);
+        return;
+      case 'follow':
+        together.current?.followed(msg.from, msg.to);
+        return;
+      case 'lead':
+        together.current?.leadBy(msg.by);
+        return;
       case 'pong':
-        return; // the board shows no remote pointers yet, and the page sends no ping
+        return; // the page sends no ping
       default:
         return ((m: never) => m)(msg); // every server message is handled above
     }
@@ -219,13 +246,14 @@ export function App({ token }: { token: string }) {
   }
 
   return (
-    <div className="app">
+    <div className={`app${phone ? (panelOpen ? ' panel-open' : ' panel-closed') : ''}`}>
       <header className="topbar">
         <div className="brand">
           <span className="logo" aria-hidden>◧</span>
           <h1>{welcome?.lesson.title ?? 'Lesson'}</h1>
           {welcome && <span className="subject">{subjectLabel(welcome.lesson.subject_mode)}</span>}
         </div>
+        {welcome && phone && <PanelToggle open={panelOpen} setOpen={setPanelOpen} chat={chat} meId={welcome.you.id} />}
         <span className={`conn ${conn.kind}`} data-testid="connection" data-state={conn.kind}>
           <span className="dot" />
           {status}
@@ -234,13 +262,14 @@ export function App({ token }: { token: string }) {
       <div className="body">
         <main className="main">
           {welcome && me ? (
-            <Board lessonId={welcome.lesson.id} token={token} role={me.role} subject={welcome.lesson.subject_mode} maxFrameBytes={welcome.limits?.max_payload_bytes ?? 65_536} send={send} notify={notify} onReady={onBoardReady} />
+            <Board together={together.current ?? undefined} lessonId={welcome.lesson.id} token={token} role={me.role} subject={welcome.lesson.subject_mode} maxFrameBytes={welcome.limits?.max_payload_bytes ?? 65_536} send={send} notify={notify} onReady={onBoardReady} />
           ) : (
             <div className="loading">Joining the lesson…</div>
           )}
+          {together.current && <FollowBar together={together.current} present={(id) => participants.some((p) => p.id === id)} />}
         </main>
         {welcome && me && (
-          <div className="side-wrap">
+          <div className="side-wrap" id="side-panel">
             {full && call.current && <VideoTiles call={call.current} me={{ ...me, camera: call.current.camera, mic: call.current.mic }} participants={participants} changed={reportMedia} />}
             <SidePanel
               me={me}
@@ -252,6 +281,9 @@ export function App({ token }: { token: string }) {
               mute={(id, what) => send({ type: 'teacher.mute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
               unmute={(id, what) => send({ type: 'teacher.unmute', participant_id: id, camera: !!what.camera, mic: !!what.mic })}
               remove={(id) => send({ type: 'teacher.remove', participant_id: id })}
+              follows={togetherState.follows}
+              following={togetherState.following}
+              follow={(id) => together.current?.follow(id)}
             />
           </div>
         )}
@@ -264,6 +296,8 @@ export function App({ token }: { token: string }) {
     </div>
   );
 }
+
+const noSubscription = () => () => {};
 
 function withMedia(p: Participant, s: MediaState | undefined): Participant {
   return s ? { ...p, camera: s.camera, mic: s.mic, camera_blocked: s.camera_blocked, mic_blocked: s.mic_blocked } : p;

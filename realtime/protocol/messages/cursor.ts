@@ -1,20 +1,42 @@
 import { ClientMessages } from '../clientMessages.js';
-import { defineMessage } from '../registry.js';
+import { defineMessage, type MessageContext } from '../registry.js';
+
+/** One budget per person on this node, whichever socket the frame came on: ten tabs move one pointer. */
+const withinBudget = ({ conn, gateway, now }: MessageContext): boolean => gateway.localPerson(conn.lessonId, conn.person.id)?.cursor.take(now) ?? true;
 
 /**
  * A pointer position, relayed at once to everyone else in the lesson on every
  * node (not to the sender's other tabs) and never stored. Unknown fields are dropped, so the relayed frame
- * carries only what the schema allows plus the sender's public id.
+ * carries only what the schema allows plus the sender's public id. A laser pointer is a pointer with
+ * `tool: "laser"`: its trail is drawn by each receiver from these positions, within the same budget.
  */
 export const cursor = defineMessage({
   type: 'cursor',
   schema: ClientMessages.cursor,
-  handle({ conn, gateway, now }, msg) {
-    // one budget per person on this node, whichever socket the cursor came on: ten tabs move one pointer
-    const person = gateway.localPerson(conn.lessonId, conn.person.id);
-    if (person && !person.cursor.take(now)) return;
+  handle(ctx, msg) {
+    if (!withinBudget(ctx)) return;
+    const { conn, gateway } = ctx;
     // `from` first: other nodes read it to skip the sender's sockets (Gateway.deliverFromBus)
-    const frame = JSON.stringify({ type: 'cursor', from: conn.person.id, x: msg.x, y: msg.y, ...(msg.page ? { page: msg.page } : {}) });
+    const frame = JSON.stringify({
+      type: 'cursor',
+      from: conn.person.id,
+      x: msg.x,
+      y: msg.y,
+      ...(msg.page ? { page: msg.page } : {}),
+      ...(msg.tool ? { tool: msg.tool } : {}),
+      ...(msg.button ? { button: msg.button } : {}),
+    });
     gateway.broadcast(conn.lessonId, frame, { except: conn, exceptPerson: conn.person.id, ephemeral: true });
+  },
+});
+
+/** The pointer left the board (off the canvas, the tab hidden): relayed like `cursor`, on the same budget. */
+export const cursorLeave = defineMessage({
+  type: 'cursor.leave',
+  schema: ClientMessages['cursor.leave'],
+  handle(ctx) {
+    if (!withinBudget(ctx)) return;
+    const { conn, gateway } = ctx;
+    gateway.broadcast(conn.lessonId, JSON.stringify({ type: 'cursor.leave', from: conn.person.id }), { except: conn, exceptPerson: conn.person.id, ephemeral: true });
   },
 });

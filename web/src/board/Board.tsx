@@ -10,6 +10,7 @@ import { preloadBoardFonts } from './fonts.js';
 import { wrapLabels } from './labels.js';
 import { Overlays, type Viewport } from './Overlays.js';
 import { BoardMenu } from '../ui/BoardMenu.js';
+import type { Together } from '../presence/Together.js';
 import { PageBar } from './PageBar.js';
 import { BoardImages } from './boardImages.js';
 import { ImageTools } from './ImageTools.js';
@@ -82,6 +83,8 @@ export function Board(props: {
   send: (msg: ClientMessage) => boolean;
   notify: (text: string) => void;
   onReady: (handle: BoardHandle) => void;
+  /** the others on the board: pointers, laser, following (presence/Together.ts) */
+  together?: Together;
 }) {
   const apiRef = useRef<ExcalidrawImperativeAPI | null>(null);
   const [view, setView] = useState<SyncView | null>(null);
@@ -125,6 +128,7 @@ export function Board(props: {
         send: (m) => props.send(m),
         changed: (v) => {
           setView({ ...v });
+          props.together?.setPage(v.page);
           tabStore.set(pageKey(props.lessonId), v.page);
         },
         notify: props.notify,
@@ -205,6 +209,7 @@ export function Board(props: {
   const editorReady = () => {
     if (ready.current || !apiRef.current) return;
     ready.current = true;
+    props.together?.attach(apiRef.current, (id) => sync.goTo(id));
     props.onReady({
       message: (msg) => {
         if (msg.type === 'board.state') sync.onState(msg);
@@ -300,10 +305,12 @@ export function Board(props: {
           submit={submit}
         />
       )}
-      <div ref={canvasRef} className="board-canvas" data-testid="board" data-loaded={view ? 'true' : 'false'} data-elements={live.length} data-ids={live.map((e) => e.id).join(' ')} data-seq={view?.seq ?? 0}>
+      <div ref={canvasRef} className="board-canvas" data-testid="board" data-loaded={view ? 'true' : 'false'} data-elements={live.length} data-ids={live.map((e) => e.id).join(' ')} data-seq={view?.seq ?? 0} onPointerLeave={props.together?.leave}>
         <Excalidraw
           excalidrawAPI={(api) => (apiRef.current = api)}
           onChange={onChange as never}
+          onPointerUpdate={props.together?.pointer}
+          onScrollChange={props.together?.scrolled}
           isCollaborating
           // the editor's shortcuts (tools, Ctrl+Z, Delete) work after a click on a page tab or the side
           // panel too, not only once the canvas has the focus; never while typing in a field (chat, dialogs)

@@ -1,15 +1,16 @@
 import { nextPageName } from '../../../src/board/reducer.js';
 import type { BoardOp } from '../../../src/board/schema.js';
 import type { Role } from '../../../src/domain/enums.js';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { PinIcon } from '../ui/icons.js';
 import type { SyncView } from './sync.js';
 
 const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
 
 /**
- * Page tabs. Everyone can add and rename pages (double-click or F2); a teacher can also delete
- * pages and pin one (everyone is moved to it, students cannot leave it).
+ * Page tabs. Everyone can add and rename pages (double-click or F2: the name is edited in place on
+ * its tab, Enter keeps it, Esc drops it); a teacher can also delete pages, pin one (everyone is
+ * moved to it, students cannot leave it) and reorder them by dragging a tab onto another.
  * The server enforces the same rules (src/board/apply.ts; both sides apply operations with src/board/reducer.ts).
  *
  * Only the tabs scroll sideways when there are more than fit: `+` and the pin stay on screen,
@@ -18,9 +19,24 @@ const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
 export function PageBar(props: { view: SyncView; role: Role; locked: boolean; goTo: (id: string) => void; submit: (op: BoardOp) => void }) {
   const { view, role } = props;
   const teacher = role === 'teacher';
-  const rename = (id: string, name: string) => {
-    const next = window.prompt('Page name', name)?.trim();
-    if (next && next !== name) props.submit({ type: 'page.rename', page_id: id, name: next.slice(0, 60) });
+  /** the page whose name is being edited on its tab */
+  const [editing, setEditing] = useState<string | null>(null);
+  const rename = (id: string) => setEditing(id);
+  const renamed = (id: string, name: string, next: string) => {
+    setEditing(null);
+    const v = next.trim().slice(0, 60);
+    if (v && v !== name) props.submit({ type: 'page.rename', page_id: id, name: v });
+  };
+  /** the tab being dragged (teachers reorder pages) */
+  const dragged = useRef<string | null>(null);
+  const dropOn = (target: string) => {
+    const from = dragged.current;
+    dragged.current = null;
+    if (!from || from === target) return;
+    const ids = view.pages.map((p) => p.id).filter((id) => id !== from);
+    const at = ids.indexOf(target) + (view.pages.findIndex((p) => p.id === from) < view.pages.findIndex((p) => p.id === target) ? 1 : 0);
+    ids.splice(at, 0, from);
+    props.submit({ type: 'page.reorder', page_ids: ids });
   };
   const tabs = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -30,21 +46,54 @@ export function PageBar(props: { view: SyncView; role: Role; locked: boolean; go
     <nav className="pagebar" aria-label="Pages">
       <div className="page-tabs" ref={tabs}>
         {view.pages.map((p, i) => (
-          <span key={p.id} className={`page-tab-wrap${p.id === view.page ? ' current' : ''}`}>
+          <span
+            key={p.id}
+            className={`page-tab-wrap${p.id === view.page ? ' current' : ''}`}
+            draggable={teacher && editing !== p.id}
+            onDragStart={(e) => {
+              dragged.current = p.id;
+              e.dataTransfer.effectAllowed = 'move';
+            }}
+            onDragOver={(e) => teacher && dragged.current && e.preventDefault()}
+            onDrop={(e) => {
+              e.preventDefault();
+              dropOn(p.id);
+            }}
+            data-testid={`page-tab-wrap-${i}`}
+          >
+            {editing === p.id ? (
+              <input
+                className="page-rename"
+                aria-label={`Rename page ${p.name}`}
+                defaultValue={p.name}
+                maxLength={60}
+                autoFocus
+                onFocus={(e) => e.target.select()}
+                onKeyDown={(e) => {
+                  // Enter keeps the name, Esc the old one; leaving the field keeps what was typed
+                  if (e.key === 'Escape') e.currentTarget.value = p.name;
+                  if (e.key === 'Enter' || e.key === 'Escape') e.currentTarget.blur();
+                  e.stopPropagation(); // not the editor's shortcuts
+                }}
+                onBlur={(e) => renamed(p.id, p.name, e.currentTarget.value)}
+                data-testid={`page-rename-${i}`}
+              />
+            ) : (
             <button
               className={`page-tab${p.id === view.page ? ' current' : ''}${p.id === view.pinned ? ' pinned' : ''}`}
               aria-current={p.id === view.page ? 'page' : undefined}
               disabled={props.locked && p.id !== view.pinned}
               onClick={() => props.goTo(p.id)}
-              onDoubleClick={() => rename(p.id, p.name)}
+              onDoubleClick={() => rename(p.id)}
               // F2 renames, as in a file manager: the keyboard's double-click
-              onKeyDown={(e) => e.key === 'F2' && rename(p.id, p.name)}
-              title={p.id === view.pinned ? 'Pinned by the teacher' : 'Double-click or F2 to rename'}
+              onKeyDown={(e) => e.key === 'F2' && rename(p.id)}
+              title={p.id === view.pinned ? 'Pinned by the teacher' : teacher ? 'Double-click or F2 to rename; drag to reorder' : 'Double-click or F2 to rename'}
               data-testid={`page-tab-${i}`}
             >
               {p.id === view.pinned && <PinIcon title="pinned" />}
               {p.name}
             </button>
+            )}
             {teacher && view.pages.length > 1 && p.id === view.page && (
               // a button of its own beside the tab (not inside it): reachable with Tab, pressed with Enter or Space
               <button

@@ -19,6 +19,10 @@ export function SidePanel(props: {
   mute: (id: string, what: { camera?: boolean; mic?: boolean }) => void;
   unmute: (id: string, what: { camera?: boolean; mic?: boolean }) => void;
   remove: (id: string) => void;
+  /** who follows whom (by follower), whom I follow, and following someone (null: stop) */
+  follows?: ReadonlyMap<string, string>;
+  following?: string | null;
+  follow?: (id: string | null) => void;
 }) {
   const [draft, setDraft] = useState('');
   /**
@@ -45,6 +49,7 @@ export function SidePanel(props: {
     return () => clearTimeout(t);
   }, [pending]);
   const teacher = props.me.role === 'teacher';
+  const nameOf = (id: string) => (id === props.me.id ? 'you' : (props.participants.find((p) => p.id === id)?.name ?? 'someone'));
   const people = [...props.participants].sort((a, b) => (a.role === b.role ? a.name.localeCompare(b.name) : a.role === 'teacher' ? -1 : 1));
 
   return (
@@ -56,8 +61,22 @@ export function SidePanel(props: {
             <li key={p.id} className={p.id === props.me.id ? 'me' : ''}>
               <span className={`avatar ${p.role}`}>{p.name.slice(0, 1).toUpperCase()}</span>
               <span className="name">
-                {p.name}
+                {p.id !== props.me.id && props.follow ? (
+                  // a click on a name follows that person's view (again: stops)
+                  <button
+                    type="button"
+                    className={`follow-name${props.following === p.id ? ' following' : ''}`}
+                    aria-pressed={props.following === p.id}
+                    title={props.following === p.id ? `Stop following ${p.name}` : `Follow ${p.name}'s view`}
+                    onClick={() => props.follow!(props.following === p.id ? null : p.id)}
+                  >
+                    {p.name}
+                  </button>
+                ) : (
+                  p.name
+                )}
                 {p.id === props.me.id && <span className="you"> (you)</span>}
+                {props.follows?.get(p.id) && <span className="follows"> · following {nameOf(props.follows.get(p.id)!)}</span>}
               </span>
               <span className={`role ${p.role}`}>{p.role === 'teacher' ? 'Teacher' : 'Student'}</span>
               {props.full && (
