@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { publicPersonId } from '../src/domain/people.js';
 import { performance } from 'node:perf_hooks';
 import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
@@ -20,6 +20,8 @@ import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
 import type { Redis } from '../src/redis.js';
+import { PresenceLog } from './metering/PresenceLog.js';
+import { withTimeout } from '../src/lib/timeout.js';
 import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
 import { Meter } from './metering/Meter.js';
 import { Certainty } from './metering/Certainty.js';
@@ -108,6 +110,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private readonly features: GatewayFeature[];
   private readonly busHandlers = new Map<string, (lesson: Lesson, e: Envelope) => void>();
   private readonly announcer: JoinAnnouncer;
+  /** arrivals and departures of people, for attendance */
+  readonly presenceLog: PresenceLog;
   private readonly loadSeed: ((lessonId: string) => Promise<MeterSeed | undefined>) | undefined;
   readonly maintenance: Maintenance;
   private fanout: Fanout | undefined;
@@ -150,6 +154,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3));
     this.admission = new Admission(deps);
     this.personRates = new PersonRates(parts.redis, PERSON_RATES);
+    this.presenceLog = new PresenceLog(deps.sql, this.log);
     this.announcer = new JoinAnnouncer(deps.sql, this.log, (j) => this.presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()));
     this.bus = new LessonBus(parts.redis, deps.config.REDIS_KEY_PREFIX, this.nodeId, (lessonId, e) => this.lessons.get(lessonId)?.receive(e), this.log);
     this.metrics = parts.metrics ?? noMetrics;
@@ -397,6 +402,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
     if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn, remote: res.remote });
+    // every arrival, not only the first: a second tab may come through another link (attendance lists each)
+    this.mark(conn.lessonId, conn.person.id, true, conn.link.link_id, now);
     if (res.announce) this.announce(conn.link, now);
     // Presence events of the lesson from here to makePresent are replayed to the newcomer there (seq > its own).
     const extras = await welcome;
@@ -465,7 +472,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
    */
   applyDeparture(lessonId: string, left: PublicPerson[], change: Change, at: number, remote?: boolean): void {
     const seq = change.meter?.seq ?? 0;
-    for (const person of left) this.presenceEvent(lessonId, 'left', person, seq, change.count, { remote });
+    for (const person of left) {
+      this.presenceEvent(lessonId, 'left', person, seq, change.count, { remote });
+      this.mark(lessonId, person.id, false, null, at);
+    }
     void this.meter.apply(lessonId, change, at);
   }
 
@@ -491,7 +501,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       const res = await this.presence.join(lesson.id, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: true });
       void this.meter.apply(lesson.id, res, now);
       // the others may have dropped them meanwhile (a sync from a node that re-registered first); they themselves never left
-      if (res.first) this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count, { exceptPerson: conn.person.id });
+      if (res.first) {
+        this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count, { exceptPerson: conn.person.id });
+        this.mark(lesson.id, conn.person.id, true, conn.link.link_id, now);
+      }
     }
     // Whoever left while Redis was away is not in Redis any more: resend the whole list.
     const { people, seq } = await this.presence.people(lesson.id);
@@ -588,6 +601,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       }
       await this.idle();
       this.announcer.close();
+      await withTimeout(this.presenceLog.idle(), PRESENCE_LOG_STOP_WAIT_MS).catch(() => undefined);
+      this.presenceLog.close();
       for (const f of this.features) await f.close?.().catch((err) => this.log.error({ err, feature: f.name }, 'feature close failed'));
       await this.presence.leaveNode(this.nodeId).catch(() => undefined);
       await this.unlisten?.().catch(() => undefined);
@@ -624,6 +639,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     for (;;) {
       while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
       await this.announcer.idle();
+      // a stop does not wait out the retries of marks while Postgres is away (close bounds it)
+      if (!this.closing) await this.presenceLog.idle();
       await this.meter.idle();
       await this.bus.idle();
       if (this.tasks.size === 0) return;
@@ -751,6 +768,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     return { conn, link: conn.link, gateway: this };
   }
 
+  /** A presence mark for attendance, dated as the meter dates the arrival or departure. */
+  private mark(lessonId: string, personId: string, joined: boolean, linkId: string | null, at: number): void {
+    this.presenceLog.add({ lessonId, personId, joined, linkId, at: new Date(at) });
+  }
+
   /** participant.joined: Redis filtered the obvious repeats; Postgres decides (6 h window, race-safe). */
   private announce(link: ResolvedLink, now: number): void {
     this.announcer.add({
@@ -797,16 +819,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 }
 
+/** How long a stopping node waits for its last presence marks to be written (Postgres may be away). */
+const PRESENCE_LOG_STOP_WAIT_MS = 2000;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-/**
- * A person's public id in one lesson: derived from the lesson and the keyed
- * user hash, so it is stable across tabs and reconnects, different in every
- * lesson, and reveals nothing of the partner's user id.
- */
-export function publicPersonId(lessonId: string, userHash: string): string {
-  return createHash('sha256').update(`${lessonId}:${userHash}`).digest('base64url').slice(0, 16);
-}
+export { publicPersonId };
 
 const personIds = new WeakMap<ResolvedLink, string>();
 

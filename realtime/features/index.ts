@@ -5,13 +5,14 @@ import { callFeature } from './call/feature.js';
 import { MediaStates } from './call/media.js';
 import { chatFeature } from './chat/feature.js';
 import { BoardService } from './board/service.js';
+import { linksFeature } from './links/feature.js';
 import { pageFeature } from './page/feature.js';
 import { teacherFeature } from './teacher/feature.js';
 import { Removals } from './teacher/removals.js';
 
 /**
  * The lesson itself on the gateway (docs/board.md, "Wiring into the
- * gateway"): the board, teacher rights, the video call's signalling, chat,
+ * gateway"): the board, teacher rights, revoked links, the video call's signalling, chat,
  * and the participant page. startGateway uses these unless given its own list.
  * Each feature keeps its per-lesson state on the gateway's Lesson
  * (realtime/lesson/Lesson.ts) and talks to other nodes through it.
@@ -19,5 +20,5 @@ import { Removals } from './teacher/removals.js';
 export function defaultFeatures(deps: Deps): GatewayFeature[] {
   const removals = new Removals(deps);
   const media = new MediaStates(deps.redis);
-  return [boardFeature(deps, new BoardService(deps)), teacherFeature(deps, media, removals), callFeature(deps, media), chatFeature(deps), pageFeature(deps)];
+  return [boardFeature(deps, new BoardService(deps)), teacherFeature(deps, media, removals), linksFeature(deps), callFeature(deps, media), chatFeature(deps), pageFeature(deps)];
 }

@@ -180,6 +180,7 @@ export function buildOpenApi(routes: RouteDef[], version: string): Json {
     }
     paths[r.path] ??= {};
     paths[r.path][r.method] = {
+      operationId: r.operationId,
       tags: [r.tag],
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),

@@ -137,7 +137,15 @@ describe('the OpenAPI document is the contract', () => {
     await c('GET', '/lessons/{id}', `/lessons/${'x'.repeat(65)}`, { key: k }); // 404
 
     // links, board content
-    await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } } });
+    const issued = (await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } } })).json;
+    await c('GET', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k });
+    await c('GET', '/lessons/{id}/attendance', `/lessons/${lesson.id}/attendance`, { key: k });
+    await c('GET', '/lessons/{id}/attendance', `/lessons/${lesson.id}/attendance?session_id=x`, { key: k }); // 422
+    await c('GET', '/lessons/{id}/attendance', `/lessons/${lesson.id}/attendance?session_id=1`, { key: k }); // 404
+    await c('POST', '/lessons/{id}/participants/{person}/remove', `/lessons/${lesson.id}/participants/${issued.person}/remove`, { key: k });
+    await c('POST', '/lessons/{id}/participants/{person}/remove', `/lessons/${lesson.id}/participants/psn_nobody/remove`, { key: k }); // 404
+    await c('DELETE', '/lessons/{id}/links/{link_id}', `/lessons/${lesson.id}/links/${issued.id}`, { key: k });
+    await c('DELETE', '/lessons/{id}/links/{link_id}', `/lessons/${lesson.id}/links/lnk_unknown`, { key: k }); // 404
     await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k, body: { user: { id: 'u1', name: 'Ann', role: 'admin' } } }); // 422
     const theirs = (await call('POST', '/lessons', { key: broke.apiKey, body: { title: 'No minutes' } })).json;
     await c('POST', '/lessons/{id}/links', `/lessons/${theirs.id}/links`, { key: broke.apiKey, body: { user: { id: 'u', name: 'n', role: 'student' } } }); // 402

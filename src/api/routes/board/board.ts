@@ -24,6 +24,7 @@ export const boardRoutes = [
   defineRoute({
     method: 'get',
     path: '/lessons/{id}/snapshot',
+    operationId: 'getSnapshot',
     tag,
     summary: "The board's pages and elements",
     description:
@@ -48,6 +49,7 @@ export const boardRoutes = [
   defineRoute({
     method: 'get',
     path: '/lessons/{id}/preview',
+    operationId: 'getPreview',
     tag,
     summary: 'A PNG thumbnail of the board (the pinned page, else the first)',
     description:

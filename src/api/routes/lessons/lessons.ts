@@ -18,6 +18,7 @@ export const lessonRoutes = [
   defineRoute({
     method: 'post',
     path: '/lessons',
+    operationId: 'createLesson',
     tag,
     summary: 'Create a lesson',
     body: LessonsCreateSchema,
@@ -33,6 +34,7 @@ export const lessonRoutes = [
   defineRoute({
     method: 'get',
     path: '/lessons',
+    operationId: 'listLessons',
     tag,
     summary: 'Find lessons by external_id, or list live lessons newest first',
     description:
@@ -58,6 +60,7 @@ export const lessonRoutes = [
   defineRoute({
     method: 'get',
     path: '/lessons/{id}',
+    operationId: 'getLesson',
     tag,
     summary: 'Get a lesson',
     params: LessonIdParams,
@@ -78,6 +81,7 @@ export const lessonRoutes = [
   defineRoute({
     method: 'delete',
     path: '/lessons/{id}',
+    operationId: 'archiveLesson',
     tag,
     summary: 'Archive a lesson',
     description: 'Links stop opening, people in the lesson are disconnected, the running session is charged up to now and ends.',
