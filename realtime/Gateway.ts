@@ -12,6 +12,7 @@ import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
 import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
 import { listenForArchives } from './ArchiveListener.js';
+import { listenForLessonUpdates, type LessonUpdate } from './LessonUpdateListener.js';
 import { LessonBus, type Envelope } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
@@ -125,6 +126,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private readonly tasks = new Set<Promise<unknown>>();
   private reRegistering: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
+  private unlistenUpdates: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
   private draining: Promise<void> | undefined;
   /** wakes a drain waiting for the last socket */
@@ -524,6 +526,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   async start(opts: { timers?: boolean } = {}): Promise<void> {
     await this.maintenance.guard('heartbeat', () => this.maintenance.heartbeat());
     this.unlisten = await listenForArchives(this);
+    this.unlistenUpdates = await listenForLessonUpdates(this);
     await this.admission.start();
     for (const f of this.features) await f.start?.();
     await this.warmUp();
@@ -606,6 +609,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       for (const f of this.features) await f.close?.().catch((err) => this.log.error({ err, feature: f.name }, 'feature close failed'));
       await this.presence.leaveNode(this.nodeId).catch(() => undefined);
       await this.unlisten?.().catch(() => undefined);
+      await this.unlistenUpdates?.().catch(() => undefined);
       await this.admission.stop().catch(() => undefined);
       await this.bus.close();
     })());
@@ -616,6 +620,25 @@ export class Gateway implements GatewayApi, MaintainedGateway {
    * stops at archived_at, sockets here close with 4410, the session ends
    * (lesson.ended is sent: the session did end).
    */
+  /**
+   * The partner changed the lesson (PATCH): cached links and this node's sockets carry the new
+   * values, and the people here are told (`lesson.updated`: the page shows the new title and
+   * toolset at once). A new mode (only ever while no session runs) needs a new welcome (the call
+   * starts from it): those sockets are asked to reconnect (1012), as in a drain.
+   */
+  lessonUpdated(u: LessonUpdate): void {
+    this.admission.updateLesson(u);
+    const lesson = this.lessons.get(u.lesson_id);
+    if (!lesson) return;
+    const modeChanged: ClientConnection[] = [];
+    for (const conn of lesson.conns) {
+      if (conn.link.lesson_mode !== u.mode) modeChanged.push(conn);
+      Object.assign(conn.link, { lesson_title: u.title, subject_mode: u.subject_mode, lesson_mode: u.mode });
+    }
+    lesson.deliver(JSON.stringify({ type: 'lesson.updated', lesson: { id: u.lesson_id, title: u.title, mode: u.mode, subject_mode: u.subject_mode } }));
+    for (const conn of modeChanged) conn.close('restarting');
+  }
+
   async archived(lessonId: string): Promise<void> {
     this.admission.markArchived(lessonId);
     const archivedAt = await lessonArchivedAt(this.deps.sql, lessonId);

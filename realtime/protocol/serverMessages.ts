@@ -91,6 +91,8 @@ export const ServerMessages = {
   cursor: CursorRelayMessage,
   pong: PongMessage,
   error: ErrorMessage,
+  /** the partner changed the lesson (PATCH /lessons/{id}): the page shows the new title and toolset */
+  'lesson.updated': z.object({ type: z.literal('lesson.updated'), lesson: WelcomeMessage.shape.lesson }),
   // ---- board ----
   'board.state': z.object({
     type: z.literal('board.state'),

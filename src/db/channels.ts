@@ -43,3 +43,11 @@ export const PARTICIPANT_REMOVED_CHANNEL = 'participant_removed';
  * token's sha256 in base64, never the token).
  */
 export const LINK_REVOKED_CHANNEL = 'link_revoked';
+
+/**
+ * A lesson's title, subject mode or mode changed (PATCH /lessons/{id}): sent
+ * in the statement that changes it (updateLesson, src/domain/lessons.ts);
+ * every gateway updates the links it caches and tells the people of the lesson
+ * there (`lesson.updated`). Payload: `{"lesson_id","title","mode","subject_mode"}`.
+ */
+export const LESSON_UPDATED_CHANNEL = 'lesson_updated';

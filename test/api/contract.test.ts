@@ -135,6 +135,9 @@ describe('the OpenAPI document is the contract', () => {
     const got = await c('GET', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k });
     await c('GET', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k, headers: { 'if-none-match': got.headers.get('etag')! } }); // 304
     await c('GET', '/lessons/{id}', `/lessons/${'x'.repeat(65)}`, { key: k }); // 404
+    await c('PATCH', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k, body: { title: 'Contract 2', subject_mode: 'math' } });
+    await c('PATCH', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k, body: {} }); // 422
+    await c('GET', '/lessons', '/lessons?status=never_started&created[gte]=2020-01-01T00:00:00Z', { key: k });
 
     // links, board content
     const issued = (await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } } })).json;

@@ -9,8 +9,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Find lessons by external_id, or list live lessons newest first
-         * @description With external_id: every lesson with that id, archived ones included (archived: true), newest first. Without it: live lessons newest first, `limit` per page; the next page is in the `Link: <...>; rel="next"` header.
+         * Find lessons by external_id, or list lessons newest first
+         * @description With external_id: every lesson with that id, archived ones included (archived: true), newest first. Without it: lessons newest first, `limit` per page, filtered by `status` and `created[gte]`/`created[lt]`; the next page is in the `Link: <...starting_after=<last id>...>; rel="next"` header, present when the page is full.
          */
         get: operations["listLessons"];
         put?: never;
@@ -40,7 +40,11 @@ export interface paths {
         delete: operations["archiveLesson"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a lesson's title, subject mode or mode
+         * @description People in the lesson see the new title and toolset at once. `mode` changes only while no session runs (409 session_running) and under the plan (403 plan_board_only); a person present alone gets the new mode when their page next connects.
+         */
+        patch: operations["updateLesson"];
         trace?: never;
     };
     "/lessons/{id}/links": {
@@ -755,6 +759,44 @@ export interface components {
              */
             subject_mode?: "generic" | "math" | "physics";
         };
+        LessonListItem: {
+            /** @description lsn_ followed by 22 characters; opaque, at most 64 characters */
+            id: string;
+            /** @description the partner's own id, unique among its live lessons; null when none */
+            external_id: string | null;
+            title: string;
+            /**
+             * @description full: board, video call and chat; board_only: board and chat, no video
+             * @enum {string}
+             */
+            mode: "full" | "board_only";
+            /** @enum {string} */
+            subject_mode: "generic" | "math" | "physics";
+            /** Format: date-time */
+            created_at: string;
+            /** @description start of the latest session: the moment a second person was present; null before the first */
+            started_at: string | null;
+            /** @description end of the latest session: the moment the lesson became empty (the session ends after 5 minutes without anyone; the wait is not lesson time); null while a session runs or before the first */
+            ended_at: string | null;
+            /** @description metered lesson time since creation, all sessions */
+            billed_seconds: number;
+            /** @description true after DELETE; every route naming the lesson then answers 410 archived */
+            archived: boolean;
+            /** @description a session runs now (two or more people came and the lesson has not been empty for 5 minutes since); in the list without external_id only */
+            session_running?: boolean;
+            /** @description people in the lesson now, on every gateway node; null when presence could not be read; in the list without external_id only */
+            people_now?: number | null;
+        };
+        LessonPatch: {
+            title?: string;
+            /** @enum {string} */
+            subject_mode?: "generic" | "math" | "physics";
+            /**
+             * @description only while no session runs (409 session_running), and under the plan (403 plan_board_only)
+             * @enum {string}
+             */
+            mode?: "full" | "board_only";
+        };
         ParticipantLink: {
             /** @description lnk_…: the link in attendance, GET /lessons/{id}/links and DELETE /lessons/{id}/links/{link_id} */
             id: string;
@@ -1374,7 +1416,7 @@ export interface components {
          * @description every error code the API answers
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "bad_url" | "bad_range" | "no_webhook" | "unauthorized" | "minutes_exhausted" | "plan_board_only" | "not_found" | "no_preview" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "idempotency_key_in_use" | "archived" | "payload_too_large" | "unsupported_media_type" | "validation_error" | "rate_limited" | "internal" | "unavailable";
+        ErrorCode: "bad_request" | "bad_url" | "bad_range" | "no_webhook" | "unauthorized" | "minutes_exhausted" | "plan_board_only" | "not_found" | "no_preview" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "idempotency_key_in_use" | "session_running" | "archived" | "payload_too_large" | "unsupported_media_type" | "validation_error" | "rate_limited" | "internal" | "unavailable";
     };
     responses: never;
     parameters: {
@@ -1407,12 +1449,20 @@ export interface operations {
     listLessons: {
         parameters: {
             query?: {
-                /** @description all lessons with this external_id, archived ones included */
+                /** @description all lessons with this external_id, archived ones included (the other parameters do not apply) */
                 external_id?: string;
                 /** @description without external_id: page size, 1-100 */
                 limit?: number;
-                /** @description without external_id: the last lesson id of the previous page */
+                /** @description without external_id: the last lesson id of the previous page (the `Link: rel="next"` header carries it) */
+                starting_after?: string;
+                /** @description the same as starting_after (its earlier name) */
                 after?: string;
+                /** @description live: a session runs; ended: its latest session ended; never_started: no session yet; archived: deleted. Default: every lesson not archived */
+                status?: "live" | "ended" | "never_started" | "archived";
+                /** @description created at or after this time */
+                "created[gte]"?: string;
+                /** @description created before this time */
+                "created[lt]"?: string;
             };
             header?: never;
             path?: never;
@@ -1431,7 +1481,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Lesson"][];
+                    "application/json": components["schemas"]["LessonListItem"][];
                 };
             };
             /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
@@ -1947,6 +1997,234 @@ export interface operations {
                             code?: "archived";
                         };
                     };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    updateLesson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LessonPatch"];
+            };
+        };
+        responses: {
+            /** @description The lesson */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lesson"];
+                };
+            };
+            /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `plan_board_only`: mode 'full' on the board-only plan */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "plan_board_only";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `session_running`: `mode` was to change while a session of the lesson runs (it changes only between sessions) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "session_running";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: the body is over 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `unsupported_media_type`: a body that is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
