@@ -22,4 +22,5 @@ CREATE TABLE presence_marks (
   link_id    text,
   at         timestamptz NOT NULL
 );
-CREATE INDEX presence_marks_lesson ON presence_marks (lesson_id, at, id);
+-- attendance reads a lesson's marks; a departure finds the start of its interval (participant.left)
+CREATE INDEX presence_marks_person ON presence_marks (lesson_id, person_id, at);

@@ -805,6 +805,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       userHash: link.user_hash,
       role: link.role,
       name: link.name,
+      linkId: link.link_id,
       at: new Date(now),
     });
   }

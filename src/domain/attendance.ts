@@ -1,4 +1,5 @@
 import type { Db, Sql } from '../db/index.js';
+import { recordEvents } from '../events/outbox.js';
 import type { Role } from './enums.js';
 import { personRef, publicPersonId } from './people.js';
 
@@ -28,6 +29,7 @@ export async function recordPresenceMarks(sql: Sql, marks: PresenceMark[]): Prom
       FROM unnest(${marks.map((m) => m.lessonId)}::text[], ${marks.map((m) => m.personId)}::text[],
                   ${marks.map((m) => (m.joined ? 'true' : 'false'))}::text[], ${marks.map((m) => m.linkId) as string[]}::text[],
                   ${marks.map((m) => m.at.toISOString())}::timestamptz[]) AS x(l, p, j, k, t)`; // postgres.js sends no boolean[]
+    await recordLeftEvents(tx, marks.filter((m) => !m.joined));
     const used = new Map<string, Date>();
     for (const m of marks) if (m.linkId && !(used.get(m.linkId)! >= m.at)) used.set(m.linkId, m.at);
     if (used.size === 0) return;
@@ -37,6 +39,46 @@ export async function recordPresenceMarks(sql: Sql, marks: PresenceMark[]): Prom
       FROM unnest(${ids}::text[], ${ids.map((id) => used.get(id)!.toISOString())}::timestamptz[]) AS u(id, at)
       WHERE k.id = u.id`;
   });
+}
+
+/**
+ * `participant.left` for departures: each names the interval it ends, which began at the
+ * person's first arrival after their departure before (the marks written so far, this batch's
+ * included). A departure whose arrival is not written yet (the arrival's node is slower than the
+ * departure's, within a few milliseconds) has no interval to name and sends nothing.
+ */
+async function recordLeftEvents(tx: Db, left: PresenceMark[]): Promise<void> {
+  if (left.length === 0) return;
+  const rows = await tx<{ partner_id: string; lesson_id: string; external_id: string | null; user_hash: string; name: string; role: Role; link_id: string; joined_at: Date; left_at: Date }[]>`
+    SELECT k.partner_id, lv.l AS lesson_id, les.external_id, k.user_hash, k.name, k.role, s.link_id, s.at AS joined_at, lv.t AS left_at
+    FROM unnest(${left.map((m) => m.lessonId)}::text[], ${left.map((m) => m.personId)}::text[], ${left.map((m) => m.at.toISOString())}::timestamptz[]) AS lv(l, p, t)
+    CROSS JOIN LATERAL (
+      SELECT j.at, j.link_id FROM presence_marks j
+      WHERE j.lesson_id = lv.l AND j.person_id = lv.p AND j.joined AND j.at <= lv.t
+        AND j.at > COALESCE((SELECT max(d.at) FROM presence_marks d
+                             WHERE d.lesson_id = lv.l AND d.person_id = lv.p AND NOT d.joined AND d.at < lv.t), '-infinity')
+      ORDER BY j.at LIMIT 1) s
+    JOIN links k ON k.id = s.link_id
+    JOIN lessons les ON les.id = lv.l`;
+  await recordEvents(
+    tx,
+    rows.map((r) => ({
+      partnerId: r.partner_id,
+      type: 'participant.left' as const,
+      data: {
+        lesson_id: r.lesson_id,
+        external_id: r.external_id,
+        role: r.role,
+        name: r.name,
+        person: personRef(r.user_hash),
+        link_id: r.link_id,
+        joined_at: r.joined_at.toISOString(),
+        left_at: r.left_at.toISOString(),
+        seconds: Math.max(0, Math.floor((r.left_at.getTime() - r.joined_at.getTime()) / 1000)),
+      },
+      at: r.left_at,
+    })),
+  );
 }
 
 export interface Interval {

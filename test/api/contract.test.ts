@@ -1,7 +1,9 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, describe, expect, it } from 'vitest';
+import { recordPresenceMarks } from '../../src/domain/attendance.js';
 import { hashUserId } from '../../src/domain/links.js';
+import { publicPersonId } from '../../src/domain/people.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
 import { recordParticipantJoined } from '../../src/metering/participants.js';
 import { ensureSessionStarted, finishSession } from '../../src/metering/sessions.js';
@@ -94,7 +96,7 @@ const c = async (method: string, template: string, path: string, o: Parameters<t
 
 describe('the OpenAPI document is the contract', () => {
   it('is valid JSON Schema where it holds schemas, and lists webhooks for every event type', () => {
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['balance.exhausted', 'balance.low', 'lesson.ended', 'lesson.started', 'participant.joined', 'webhook.test']);
+    expect(Object.keys(doc.webhooks).sort()).toEqual(['balance.exhausted', 'balance.low', 'lesson.ended', 'lesson.started', 'participant.joined', 'participant.left', 'webhook.test']);
     for (const name of Object.keys(doc.components.schemas)) expect(() => validatorAt(pointer('components', 'schemas', name)), name).not.toThrow();
     // responses are open to new fields
     expect(JSON.stringify(doc.components.schemas)).not.toContain('"additionalProperties":false');
@@ -217,21 +219,28 @@ describe('the OpenAPI document is the contract', () => {
   it('real webhook deliveries of every event type match the document (body and headers)', async () => {
     const receiver = await startReceiver();
     const p = await partnerFactory(sql, { minutes: 61 });
-    expect((await call('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url } })).status).toBe(200);
+    const every = Object.keys(doc.webhooks);
+    expect((await call('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, enabled_events: every } })).status).toBe(200);
     const lesson = (await call('POST', '/lessons', { key: p.apiKey, body: { title: 'Events', external_id: 'ev-1' } })).json;
+    const link = (await call('POST', `/lessons/${lesson.id}/links`, { key: p.apiKey, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } } })).json;
+    const personId = publicPersonId(lesson.id, hashUserId(p.partner, 'u1'));
     // in the past: a delivery is due at its event's time
     const t0 = new Date(Date.now() - 2 * 3600_000);
     const at = (s: number) => new Date(t0.getTime() + s * 1000);
     // the metering code records them, as the gateway makes it do
     const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: at(0), people: 2 });
-    await recordParticipantJoined(sql, { lessonId: lesson.id, partnerId: p.partner.id, externalId: 'ev-1', userHash: hashUserId(p.partner, 'u1'), role: 'teacher', name: 'Ann', at: at(1) });
+    await recordParticipantJoined(sql, { lessonId: lesson.id, partnerId: p.partner.id, externalId: 'ev-1', userHash: hashUserId(p.partner, 'u1'), role: 'teacher', name: 'Ann', linkId: link.id, at: at(1) });
+    await recordPresenceMarks(sql, [
+      { lessonId: lesson.id, personId, joined: true, linkId: link.id, at: at(1) },
+      { lessonId: lesson.id, personId, joined: false, linkId: null, at: at(90) },
+    ]);
     await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 120, at: at(120) }); // below one hour: balance.low
     await finishSession(sql, { sessionId: session.id, cumulativeSeconds: 3700, chargeAt: at(3700), endedAt: at(3700), at: at(4000) }); // balance.exhausted, lesson.ended
     await call('POST', '/webhook/test', { key: p.apiKey });
 
-    const received = await receiver.waitFor(6, 20_000);
+    const received = await receiver.waitFor(7, 20_000);
     const types = received.map((r) => r.body.type).sort();
-    expect(types).toEqual(['balance.exhausted', 'balance.low', 'lesson.ended', 'lesson.started', 'participant.joined', 'webhook.test']);
+    expect(types).toEqual(every.sort());
     for (const req of received) {
       const type = req.body.type;
       const v = validatorAt(pointer('webhooks', type, 'post', 'requestBody', 'content', 'application/json', 'schema'));

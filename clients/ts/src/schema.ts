@@ -521,6 +521,68 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "participant.left": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * participant.left event
+         * @description A person's last connection to the lesson went: one interval of GET /lessons/{id}/attendance. Sent only to a webhook whose enabled_events lists it. Delivery rules: docs/webhooks.md (any 2xx within 10 s counts as delivered; else retried after 30 s, 2 min, 10 min, 30 min, 1 h, 3 h, 6 h, 12 h).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    "X-Whiteboard-Event": "participant.left";
+                    /** @description the event id */
+                    "X-Whiteboard-Delivery": string;
+                    /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." + raw body)>`; two v1 values during a secret rotation; reject a t older than 5 minutes */
+                    "X-Whiteboard-Signature": string;
+                    "User-Agent": "Whiteboard-Webhooks/1.0";
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ParticipantLeftEvent"];
+                };
+            };
+            responses: {
+                /** @description The receiver refused the event (e.g. a bad signature); retried on the schedule. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Delivered. Answer at once and process later. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Any other answer, or none within 10 s: retried on the schedule. */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "balance.low": {
         parameters: {
             query?: never;
@@ -1213,6 +1275,8 @@ export interface components {
             url: string;
             /** @description whsec_...; returned only in this response */
             secret: string;
+            /** @description the event types sent to this webhook (webhook.test always is) */
+            enabled_events: string[];
         };
         WebhookPut: {
             /** @description https:// address, public, at most 2,048 characters, no credentials */
@@ -1227,6 +1291,8 @@ export interface components {
              * @default 1440
              */
             overlap_minutes?: number;
+            /** @description the event types to send (webhook.test is always sent). Absent: a new webhook gets the specification's six types, an existing one keeps its list. Types beyond the six (participant.left) are sent only when listed here */
+            enabled_events?: ("lesson.started" | "lesson.ended" | "participant.joined" | "balance.low" | "balance.exhausted" | "webhook.test" | "participant.left")[];
         };
         WebhookState: {
             url: string;
@@ -1242,6 +1308,8 @@ export interface components {
                 /** Format: date-time */
                 previous_secret_expires_at: string;
             } | null;
+            /** @description the event types sent to this webhook (webhook.test always is) */
+            enabled_events: string[];
         };
         Event: {
             id: number;
@@ -1359,6 +1427,46 @@ export interface components {
                 /** @enum {string} */
                 role: "teacher" | "student";
                 name: string;
+                /** @description the partner's reference to the person (psn_…), as returned with the link */
+                person: string;
+                /** @description the link the person came through (for participant.left: the link of the arrival that began the interval) */
+                link_id: string;
+            };
+        };
+        /** @description A person's last connection to the lesson went: one interval of GET /lessons/{id}/attendance. Sent only to a webhook whose enabled_events lists it. */
+        ParticipantLeftEvent: {
+            /** @description grows, never repeated; the same on every retry and redelivery: drop duplicates by it */
+            id: number;
+            /** @constant */
+            type: "participant.left";
+            /**
+             * Format: date-time
+             * @description when the event was recorded; order by it (delivery order is not guaranteed)
+             */
+            created_at: string;
+            data: {
+                lesson_id: string;
+                /** @description the partner's own id of the lesson, null when none was given */
+                external_id: string | null;
+                /** @enum {string} */
+                role: "teacher" | "student";
+                name: string;
+                /** @description the partner's reference to the person (psn_…), as returned with the link */
+                person: string;
+                /** @description the link the person came through (for participant.left: the link of the arrival that began the interval) */
+                link_id: string;
+                /**
+                 * Format: date-time
+                 * @description the start of the interval: the person became present
+                 */
+                joined_at: string;
+                /**
+                 * Format: date-time
+                 * @description the person's last connection to the lesson went, dated as metering dates it (a connection lost without a close: its last sign of life)
+                 */
+                left_at: string;
+                /** @description left_at - joined_at, whole seconds */
+                seconds: number;
             };
         };
         /** @description Less than one hour of balance remains; once per crossing of the line, re-armed by a top-up. */

@@ -27,7 +27,7 @@ export const webhookRoutes = [
     async handler(ctx, { body }) {
       const { deps, auth } = ctx.state;
       const rotate = body.rotate ? { overlapMs: body.overlap_minutes * 60_000 } : undefined;
-      ctx.body = presentWebhook(await setWebhook(deps, auth.partner.id, body.url, { rotate }));
+      ctx.body = presentWebhook(await setWebhook(deps, auth.partner.id, body.url, { rotate, enabledEvents: body.enabled_events }));
     },
   }),
   defineRoute({
