@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { publicPersonId } from '../src/domain/people.js';
 import { performance } from 'node:perf_hooks';
 import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
@@ -12,6 +12,7 @@ import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
 import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
 import { listenForArchives } from './ArchiveListener.js';
+import { listenForLessonUpdates, type LessonUpdate } from './LessonUpdateListener.js';
 import { LessonBus, type Envelope } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
@@ -20,6 +21,8 @@ import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
 import type { Redis } from '../src/redis.js';
+import { PresenceLog } from './metering/PresenceLog.js';
+import { withTimeout } from '../src/lib/timeout.js';
 import { JoinAnnouncer, type JoinRetries } from './metering/JoinAnnouncer.js';
 import { Meter, type MeterRetries } from './metering/Meter.js';
 import { Certainty } from './metering/Certainty.js';
@@ -111,6 +114,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private readonly features: GatewayFeature[];
   private readonly busHandlers = new Map<string, (lesson: Lesson, e: Envelope) => void>();
   private readonly announcer: JoinAnnouncer;
+  /** arrivals and departures of people, for attendance */
+  readonly presenceLog: PresenceLog;
   private readonly loadSeed: ((lessonId: string) => Promise<MeterSeed | undefined>) | undefined;
   readonly maintenance: Maintenance;
   private fanout: Fanout | undefined;
@@ -124,6 +129,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private readonly tasks = new Set<Promise<unknown>>();
   private reRegistering: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
+  private unlistenUpdates: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
   private draining: Promise<void> | undefined;
   /** wakes a drain waiting for the last socket */
@@ -153,6 +159,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3), parts.retries?.meter);
     this.admission = new Admission(deps);
     this.personRates = new PersonRates(parts.redis, PERSON_RATES);
+    this.presenceLog = new PresenceLog(deps.sql, this.log);
     this.announcer = new JoinAnnouncer(deps.sql, this.log, (j) => this.presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()), parts.retries?.joins);
     this.bus = new LessonBus(parts.redis, deps.config.REDIS_KEY_PREFIX, this.nodeId, (lessonId, e) => this.lessons.get(lessonId)?.receive(e), this.log);
     this.metrics = parts.metrics ?? noMetrics;
@@ -400,6 +407,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     void this.meter.apply(conn.lessonId, res, now);
     const seq = res.meter?.seq ?? 0;
     if (res.first) this.presenceEvent(conn.lessonId, 'joined', conn.person, seq, res.count, { except: conn, remote: res.remote });
+    // every arrival, not only the first: a second tab may come through another link (attendance lists each)
+    this.mark(conn.lessonId, conn.person.id, true, conn.link.link_id, now);
     if (res.announce) this.announce(conn.link, now);
     // Presence events of the lesson from here to makePresent are replayed to the newcomer there (seq > its own).
     const extras = await welcome;
@@ -468,7 +477,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
    */
   applyDeparture(lessonId: string, left: PublicPerson[], change: Change, at: number, remote?: boolean): void {
     const seq = change.meter?.seq ?? 0;
-    for (const person of left) this.presenceEvent(lessonId, 'left', person, seq, change.count, { remote });
+    for (const person of left) {
+      this.presenceEvent(lessonId, 'left', person, seq, change.count, { remote });
+      this.mark(lessonId, person.id, false, null, at);
+    }
     void this.meter.apply(lessonId, change, at);
   }
 
@@ -494,7 +506,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       const res = await this.presence.join(lesson.id, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: true });
       void this.meter.apply(lesson.id, res, now);
       // the others may have dropped them meanwhile (a sync from a node that re-registered first); they themselves never left
-      if (res.first) this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count, { exceptPerson: conn.person.id });
+      if (res.first) {
+        this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count, { exceptPerson: conn.person.id });
+        this.mark(lesson.id, conn.person.id, true, conn.link.link_id, now);
+      }
     }
     // Whoever left while Redis was away is not in Redis any more: resend the whole list.
     const { people, seq } = await this.presence.people(lesson.id);
@@ -514,6 +529,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   async start(opts: { timers?: boolean } = {}): Promise<void> {
     await this.maintenance.guard('heartbeat', () => this.maintenance.heartbeat());
     this.unlisten = await listenForArchives(this);
+    this.unlistenUpdates = await listenForLessonUpdates(this);
     await this.admission.start();
     for (const f of this.features) await f.start?.();
     await this.warmUp();
@@ -591,9 +607,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       }
       await this.idle();
       this.announcer.close();
+      await withTimeout(this.presenceLog.idle(), PRESENCE_LOG_STOP_WAIT_MS).catch(() => undefined);
+      this.presenceLog.close();
       for (const f of this.features) await f.close?.().catch((err) => this.log.error({ err, feature: f.name }, 'feature close failed'));
       await this.presence.leaveNode(this.nodeId).catch(() => undefined);
       await this.unlisten?.().catch(() => undefined);
+      await this.unlistenUpdates?.().catch(() => undefined);
       await this.admission.stop().catch(() => undefined);
       await this.bus.close();
     })());
@@ -604,6 +623,25 @@ export class Gateway implements GatewayApi, MaintainedGateway {
    * stops at archived_at, sockets here close with 4410, the session ends
    * (lesson.ended is sent: the session did end).
    */
+  /**
+   * The partner changed the lesson (PATCH): cached links and this node's sockets carry the new
+   * values, and the people here are told (`lesson.updated`: the page shows the new title and
+   * toolset at once). A new mode (only ever while no session runs) needs a new welcome (the call
+   * starts from it): those sockets are asked to reconnect (1012), as in a drain.
+   */
+  lessonUpdated(u: LessonUpdate): void {
+    this.admission.updateLesson(u);
+    const lesson = this.lessons.get(u.lesson_id);
+    if (!lesson) return;
+    const modeChanged: ClientConnection[] = [];
+    for (const conn of lesson.conns) {
+      if (conn.link.lesson_mode !== u.mode) modeChanged.push(conn);
+      Object.assign(conn.link, { lesson_title: u.title, subject_mode: u.subject_mode, lesson_mode: u.mode });
+    }
+    lesson.deliver(JSON.stringify({ type: 'lesson.updated', lesson: { id: u.lesson_id, title: u.title, mode: u.mode, subject_mode: u.subject_mode } }));
+    for (const conn of modeChanged) conn.close('restarting');
+  }
+
   async archived(lessonId: string): Promise<void> {
     this.admission.markArchived(lessonId);
     const archivedAt = await lessonArchivedAt(this.deps.sql, lessonId);
@@ -627,6 +665,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     for (;;) {
       while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
       await this.announcer.idle();
+      // a stop does not wait out the retries of marks while Postgres is away (close bounds it)
+      if (!this.closing) await this.presenceLog.idle();
       await this.meter.idle();
       await this.bus.idle();
       if (this.tasks.size === 0) return;
@@ -754,6 +794,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     return { conn, link: conn.link, gateway: this };
   }
 
+  /** A presence mark for attendance, dated as the meter dates the arrival or departure. */
+  private mark(lessonId: string, personId: string, joined: boolean, linkId: string | null, at: number): void {
+    this.presenceLog.add({ lessonId, personId, joined, linkId, at: new Date(at) });
+  }
+
   /** participant.joined: Redis filtered the obvious repeats; Postgres decides (6 h window, race-safe). */
   private announce(link: ResolvedLink, now: number): void {
     this.announcer.add({
@@ -763,6 +808,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       userHash: link.user_hash,
       role: link.role,
       name: link.name,
+      linkId: link.link_id,
       at: new Date(now),
     });
   }
@@ -800,16 +846,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 }
 
+/** How long a stopping node waits for its last presence marks to be written (Postgres may be away). */
+const PRESENCE_LOG_STOP_WAIT_MS = 2000;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-/**
- * A person's public id in one lesson: derived from the lesson and the keyed
- * user hash, so it is stable across tabs and reconnects, different in every
- * lesson, and reveals nothing of the partner's user id.
- */
-export function publicPersonId(lessonId: string, userHash: string): string {
-  return createHash('sha256').update(`${lessonId}:${userHash}`).digest('base64url').slice(0, 16);
-}
+export { publicPersonId };
 
 const personIds = new WeakMap<ResolvedLink, string>();
 

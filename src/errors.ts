@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   conflict: 409,
   idempotency_key_reused: 409,
   idempotency_key_in_use: 409,
+  session_running: 409,
   archived: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -75,6 +76,7 @@ export const Errors = {
   methodNotAllowed: (allowed: string[]) => make('method_not_allowed', 'Method not allowed', { Allow: allowed.join(', ') }),
   conflict: (message = 'external_id is already used by another lesson') => make('conflict', message),
   archived: () => make('archived', 'The lesson was deleted'),
+  sessionRunning: () => make('session_running', 'mode cannot change while a session runs'),
   idempotencyKeyReused: () =>
     make('idempotency_key_reused', 'This Idempotency-Key was used with another request (method, path or body) in the last 24 hours'),
   idempotencyKeyInUse: () => make('idempotency_key_in_use', 'A request with this Idempotency-Key is still running; retry later'),

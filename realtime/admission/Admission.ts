@@ -131,6 +131,14 @@ export class Admission {
     this.byLesson.delete(lessonId);
   }
 
+  /** A lesson's title, mode or subject mode changed: its cached links carry the new values. */
+  updateLesson(u: { lesson_id: string; title: string; mode: ResolvedLink['lesson_mode']; subject_mode: ResolvedLink['subject_mode'] }): void {
+    for (const key of this.byLesson.get(u.lesson_id) ?? []) {
+      const link = this.cache.get(key)?.link;
+      if (link) Object.assign(link, { lesson_title: u.title, lesson_mode: u.mode, subject_mode: u.subject_mode });
+    }
+  }
+
   /** Whether a token's link is in the cache (tests). */
   cached(token: string): boolean {
     const hash = linkTokenHash(token);

@@ -4,6 +4,7 @@ import { recordParticipantsJoined, type ParticipantJoin } from '../../src/meteri
 import { Batcher } from '../../src/lib/Batcher.js';
 import { withRetry } from '../../src/lib/retry.js';
 import { withTimeout } from '../../src/lib/timeout.js';
+import { KeptForLater } from './KeptForLater.js';
 
 /** Arrivals are collected this long (or up to BATCH_MAX) before one transaction records them. */
 const BATCH_MS = 20;
@@ -42,8 +43,7 @@ const FORGET_WAIT_MS = 1000;
  */
 export class JoinAnnouncer {
   private readonly batcher: Batcher<ParticipantJoin>;
-  private waiting: ParticipantJoin[] = [];
-  private again: NodeJS.Timeout | undefined;
+  private readonly kept: KeptForLater<ParticipantJoin>;
   /** every arrival added and neither committed nor forgotten (forgetUnrecorded): pending, in a batch, or kept */
   private readonly unrecorded = new Set<ParticipantJoin>();
 
@@ -54,13 +54,20 @@ export class JoinAnnouncer {
     private readonly forget: (join: ParticipantJoin) => Promise<void>,
     private readonly retries: JoinRetries = { waits: RETRY_WAITS, againMs: AGAIN_MS },
   ) {
+    this.kept = new KeptForLater(log, {
+      what: 'participant.joined',
+      max: WAITING_MAX,
+      everyMs: retries.againMs,
+      again: (join) => this.add(join),
+      dropped: (join) => this.unrecorded.delete(join),
+    });
     this.batcher = new Batcher<ParticipantJoin, void>(
       async (batch) => {
         try {
           await withRetry(() => recordParticipantsJoined(sql, batch), retries.waits);
           for (const join of batch) this.unrecorded.delete(join);
         } catch (err) {
-          this.keep(batch, err);
+          this.kept.keep(batch, err);
         }
         return batch.map((): void => undefined);
       },
@@ -95,28 +102,7 @@ export class JoinAnnouncer {
 
   /** The process stops: what is still kept for Postgres is lost, and said so. */
   close(): void {
-    clearTimeout(this.again);
-    this.again = undefined;
-    if (this.waiting.length > 0) this.log.error({ arrivals: this.waiting.length }, 'participant.joined not recorded: Postgres was away until the stop');
-    this.waiting = [];
+    this.kept.close();
     this.unrecorded.clear();
-  }
-
-  private keep(batch: ParticipantJoin[], err: unknown): void {
-    this.waiting.push(...batch);
-    const over = this.waiting.length - WAITING_MAX;
-    if (over > 0) {
-      for (const join of this.waiting.splice(0, over)) this.unrecorded.delete(join);
-      this.log.error({ arrivals: over }, 'participant.joined dropped: too many arrivals waiting for Postgres');
-    }
-    this.log.warn({ err, arrivals: batch.length, waiting: this.waiting.length }, 'participant.joined batch failed; kept for a later try');
-    if (this.again) return;
-    this.again = setTimeout(() => {
-      this.again = undefined;
-      const again = this.waiting;
-      this.waiting = [];
-      for (const join of again) this.add(join);
-    }, this.retries.againMs);
-    this.again.unref();
   }
 }

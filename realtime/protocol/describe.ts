@@ -54,6 +54,7 @@ const SERVER: Record<ServerMessageType, string> = {
   lead: 'Everyone follows the teacher `by` (null: nobody leads any more).',
   pong: 'Answer to `ping`; `t` is the server time (ms).',
   error: 'A frame was refused; the connection stays open (close codes say what closes it). Codes below.',
+  'lesson.updated': 'The partner changed the lesson (`PATCH /lessons/{id}`): show the new `title` and `subject_mode` toolset. A change of `mode` (only between sessions) closes the socket with 1012 after this: reconnect for a new `welcome`.',
   'board.state': 'Answer to `board.sync`. `full: true`: replace everything with `elements`; `full: false`: `elements` changed and `deleted_ids` were deleted after `since`. `optional_fields`: the optional element fields this node keeps (`vertical_align`, `edges`); send it no other of them (a node older than a field refuses an element carrying it).',
   'board.ops': 'Operations committed by others, in sequence order, whichever node committed them.',
   'board.ack': 'My operation is durable at `seq` (null: nothing was left to apply); `skipped`: its elements that lost to a newer version; `restamped`: a teacher\'s writes stored one above the stored version, with these stamps (docs/board.md, "Who keeps the board").',

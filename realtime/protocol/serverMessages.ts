@@ -111,6 +111,8 @@ export const ServerMessages = {
   view: z.object({ type: z.literal('view'), from: PersonIdSchema, page: z.string(), x1: z.number(), y1: z.number(), x2: z.number(), y2: z.number() }),
   follow: z.object({ type: z.literal('follow'), from: PersonIdSchema, to: PersonIdSchema.nullable() }),
   lead: z.object({ type: z.literal('lead'), by: PersonIdSchema.nullable() }),
+  /** the partner changed the lesson (PATCH /lessons/{id}): the page shows the new title and toolset */
+  'lesson.updated': z.object({ type: z.literal('lesson.updated'), lesson: WelcomeMessage.shape.lesson }),
   // ---- board ----
   'board.state': z.object({
     type: z.literal('board.state'),

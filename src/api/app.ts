@@ -133,7 +133,7 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
   };
   // Nothing matched: 405 with Allow when the path exists under other methods,
   // else a JSON 404 (never an HTML page).
-  const methods = ['GET', 'POST', 'PUT', 'DELETE'];
+  const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
   app.use(async (ctx) => {
     if (ctx.status !== 404 || ctx.body !== undefined) return;
     const allowed = methods.filter((m) => router.match(ctx.path, m).route);

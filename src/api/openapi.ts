@@ -31,6 +31,7 @@ const WHEN: Record<ErrorCode, string> = {
   conflict: '`external_id` is already used by another live lesson',
   idempotency_key_reused: 'the Idempotency-Key was used in the last 24 h with another request (method, path or body)',
   idempotency_key_in_use: 'a request with this Idempotency-Key is still running after 65 s',
+  session_running: '`mode` was to change while a session of the lesson runs (it changes only between sessions)',
   archived: 'the lesson was deleted (archiving is final; its links stop opening)',
   payload_too_large: 'the body is over 64 KiB',
   unsupported_media_type: 'a body that is not application/json',
@@ -180,6 +181,7 @@ export function buildOpenApi(routes: RouteDef[], version: string): Json {
     }
     paths[r.path] ??= {};
     paths[r.path][r.method] = {
+      operationId: r.operationId,
       tags: [r.tag],
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),

@@ -32,9 +32,11 @@ type Inferred<T> = T extends z.ZodType ? z.infer<T> : undefined;
  * handler that calls one domain function and one presenter.
  */
 export interface RouteDef<P = unknown, Q = unknown, B = unknown> {
-  method: 'get' | 'post' | 'put' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI style, relative to /api/partner/v1: `/lessons/{id}` */
   path: string;
+  /** OpenAPI operationId: the method name generated clients give the operation (unique) */
+  operationId: string;
   summary: string;
   description?: string;
   tag: string;

@@ -11,6 +11,10 @@ const lessonRef = {
   lesson_id: z.string(),
   external_id: z.string().nullable().describe("the partner's own id of the lesson, null when none was given"),
 };
+const personRef = {
+  person: z.string().describe("the partner's reference to the person (psn_…), as returned with the link"),
+  link_id: z.string().describe('the link the person came through (for participant.left: the link of the arrival that began the interval)'),
+};
 const sessionData = {
   ...lessonRef,
   started_at: z.iso.datetime().describe('start of this session: the moment a second person was present'),
@@ -54,8 +58,22 @@ export const WEBHOOK_EVENTS = {
   'participant.joined': event(
     'participant.joined',
     'ParticipantJoinedEvent',
-    z.object({ ...lessonRef, role: RoleSchema, name: z.string() }),
+    z.object({ ...lessonRef, role: RoleSchema, name: z.string(), ...personRef }),
     'A person entered a lesson; at most once per 6 hours per person and lesson.',
+  ),
+  'participant.left': event(
+    'participant.left',
+    'ParticipantLeftEvent',
+    z.object({
+      ...lessonRef,
+      role: RoleSchema,
+      name: z.string(),
+      ...personRef,
+      joined_at: z.iso.datetime().describe('the start of the interval: the person became present'),
+      left_at: z.iso.datetime().describe("the person's last connection to the lesson went, dated as metering dates it (a connection lost without a close: its last sign of life)"),
+      seconds: z.number().int().describe('left_at - joined_at, whole seconds'),
+    }),
+    "A person's last connection to the lesson went: one interval of GET /lessons/{id}/attendance. Sent only to a webhook whose enabled_events lists it.",
   ),
   'balance.low': event('balance.low', 'BalanceLowEvent', balanceData, 'Less than one hour of balance remains; once per crossing of the line, re-armed by a top-up.'),
   'balance.exhausted': event('balance.exhausted', 'BalanceExhaustedEvent', balanceData, 'The balance reached zero; new links answer 402 until a top-up. Once per crossing, re-armed by a top-up.'),

@@ -34,3 +34,20 @@ export const LINK_ISSUED_CHANNEL = 'link_issued';
  * public person id, never the partner's user id).
  */
 export const PARTICIPANT_REMOVED_CHANNEL = 'participant_removed';
+
+/**
+ * A link was revoked (DELETE /lessons/{id}/links/{link_id}): sent in the
+ * statement that revokes it (revokeLink, src/domain/links.ts), so every gateway
+ * refuses the link and closes the sockets opened with it
+ * (realtime/features/links). Payload: `{"lesson_id","link_id","hash"}` (the
+ * token's sha256 in base64, never the token).
+ */
+export const LINK_REVOKED_CHANNEL = 'link_revoked';
+
+/**
+ * A lesson's title, subject mode or mode changed (PATCH /lessons/{id}): sent
+ * in the statement that changes it (updateLesson, src/domain/lessons.ts);
+ * every gateway updates the links it caches and tells the people of the lesson
+ * there (`lesson.updated`). Payload: `{"lesson_id","title","mode","subject_mode"}`.
+ */
+export const LESSON_UPDATED_CHANNEL = 'lesson_updated';

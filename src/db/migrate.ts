@@ -69,7 +69,8 @@ async function applyMigrations(url: string, log?: Logger): Promise<string[]> {
   const applied: string[] = [];
   try {
     const dir = migrationsDir();
-    const files = (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
+    // `014b_x.sql` runs after `014_y.sql` ("_" sorts before letters): a second migration of one number
+    const files = (await readdir(dir)).filter((f) => /^\d+[a-z]?_.+\.sql$/.test(f)).sort();
     for (const file of files) {
       const text = await readFile(path.join(dir, file), 'utf8');
       const ran = await sql.begin(async (tx) => {

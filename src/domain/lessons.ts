@@ -1,5 +1,5 @@
-import { LESSON_ARCHIVED_CHANNEL } from '../db/channels.js';
-import type { Db } from '../db/index.js';
+import { LESSON_ARCHIVED_CHANNEL, LESSON_UPDATED_CHANNEL } from '../db/channels.js';
+import type { Db, Sql } from '../db/index.js';
 import { isUniqueViolation } from '../db/index.js';
 import { Batcher } from '../lib/Batcher.js';
 import { newId } from '../lib/crypto.js';
@@ -109,24 +109,81 @@ export async function findLessonsByExternalId(db: Db, partnerId: string, externa
     ORDER BY created_at DESC, id DESC`;
 }
 
-/** A page of live lessons, newest first, continuing after the lesson `after` (a cursor). */
-export async function listLessons(
-  db: Db,
-  partnerId: string,
-  opts: { limit: number; after?: string },
-): Promise<Lesson[]> {
+/** What GET /lessons filters on: `live` while a session runs, `ended`, `never_started`, `archived`. */
+export const LESSON_STATUSES = ['live', 'ended', 'never_started', 'archived'] as const;
+export type LessonStatus = (typeof LESSON_STATUSES)[number];
+
+export interface LessonListOptions {
+  limit: number;
+  /** the last lesson of the previous page (a cursor) */
+  after?: string;
+  status?: LessonStatus;
+  createdGte?: Date;
+  createdLt?: Date;
+}
+
+/**
+ * A page of lessons, newest first, continuing after the lesson `after`: keyset
+ * pagination on (created_at, id) along the lessons_partner_created index, so a
+ * page costs the same at any depth. Without a status, the lessons not archived.
+ * The status follows the lesson's latest session: `started_at` is set when a
+ * session starts and `ended_at` when it ends (null while one runs).
+ */
+export async function listLessons(db: Db, partnerId: string, opts: LessonListOptions): Promise<Lesson[]> {
+  let cursor: Pick<Lesson, 'created_at' | 'id'> | undefined;
   if (opts.after) {
-    const cursor = await findLesson(db, partnerId, opts.after);
-    if (!cursor) throw Errors.badRequest('after: unknown lesson id');
-    return db<Lesson[]>`
-      SELECT * FROM lessons_billed
-      WHERE partner_id = ${partnerId} AND archived_at IS NULL
-        AND (created_at, id) < (${cursor.created_at}, ${cursor.id})
-      ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
+    cursor = await findLesson(db, partnerId, opts.after);
+    if (!cursor) throw Errors.badRequest('starting_after: unknown lesson id');
   }
+  const status = opts.status;
   return db<Lesson[]>`
-    SELECT * FROM lessons_billed WHERE partner_id = ${partnerId} AND archived_at IS NULL
+    SELECT * FROM lessons_billed
+    WHERE partner_id = ${partnerId}
+      AND ${status === 'archived' ? db`archived_at IS NOT NULL` : db`archived_at IS NULL`}
+      ${status === 'live' ? db`AND started_at IS NOT NULL AND ended_at IS NULL` : db``}
+      ${status === 'ended' ? db`AND ended_at IS NOT NULL` : db``}
+      ${status === 'never_started' ? db`AND started_at IS NULL` : db``}
+      ${opts.createdGte ? db`AND created_at >= ${opts.createdGte}` : db``}
+      ${opts.createdLt ? db`AND created_at < ${opts.createdLt}` : db``}
+      ${cursor ? db`AND (created_at, id) < (${cursor.created_at}, ${cursor.id})` : db``}
     ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
+}
+
+export interface LessonUpdate {
+  title?: string;
+  subject_mode?: SubjectMode;
+  mode?: LessonMode;
+}
+
+/**
+ * PATCH /lessons/{id}. `mode` changes only while no session runs (a session's
+ * mode and rate are fixed at its start) and under the plan's rule (403
+ * plan_board_only). The lesson row is locked first: a session start locks it
+ * too (src/metering/sessions.ts), so the check of running sessions, made after
+ * the lock, sees every start that committed before, and a later start waits
+ * and reads the new mode. The change is announced to the gateways in the same
+ * transaction (LESSON_UPDATED_CHANNEL).
+ */
+export async function updateLesson(sql: Sql, partner: Partner, id: string, input: LessonUpdate): Promise<Lesson> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ mode: LessonMode; archived_at: Date | null }[]>`
+      SELECT mode, archived_at FROM lessons WHERE id = ${id} AND partner_id = ${partner.id} FOR NO KEY UPDATE`;
+    if (!row) throw Errors.notFound();
+    if (row.archived_at) throw Errors.archived();
+    if (input.mode !== undefined && input.mode !== row.mode) {
+      resolveMode(partner.plan, input.mode);
+      const [running] = await tx`SELECT 1 FROM sessions WHERE lesson_id = ${id} AND ended_at IS NULL`;
+      if (running) throw Errors.sessionRunning();
+    }
+    const [l] = await tx<{ title: string; mode: LessonMode; subject_mode: SubjectMode }[]>`
+      UPDATE lessons SET title = COALESCE(${input.title ?? null}, title),
+                         subject_mode = COALESCE(${input.subject_mode ?? null}, subject_mode),
+                         mode = COALESCE(${input.mode ?? null}, mode)
+      WHERE id = ${id} RETURNING title, mode, subject_mode`;
+    await tx`SELECT pg_notify(${LESSON_UPDATED_CHANNEL}, ${JSON.stringify({ lesson_id: id, ...l })})`;
+    const [lesson] = await tx<Lesson[]>`SELECT * FROM lessons_billed WHERE id = ${id}`;
+    return lesson;
+  });
 }
 
 /**

@@ -1,10 +1,11 @@
-import { LINK_ISSUED_CHANNEL } from '../db/channels.js';
+import { LINK_ISSUED_CHANNEL, LINK_REVOKED_CHANNEL } from '../db/channels.js';
 import type { Db } from '../db/index.js';
 import { hmacHex, newId, randomToken, sha256 } from '../lib/crypto.js';
 import { Errors } from '../errors.js';
 import type { Lesson } from './lessons.js';
 import type { Partner } from './partners.js';
 import type { Role } from './enums.js';
+import { personRef } from './people.js';
 
 export type { Role };
 
@@ -17,6 +18,9 @@ interface LinkInput {
 }
 
 export interface IssuedLink {
+  id: string;
+  /** the partner's reference to the person (personRef) */
+  person: string;
   url: string;
   token: string;
   expires_at: Date;
@@ -65,6 +69,7 @@ export async function issueLink(
     lesson_title: lesson.title,
     external_id: lesson.external_id,
     archived: false,
+    revoked: false,
   };
   const notice: IssuedLinkNotice = { hash: tokenHash.toString('base64'), link };
   // The lesson is read FOR SHARE, which waits for an archive in progress (its
@@ -83,7 +88,7 @@ export async function issueLink(
       RETURNING id)
     SELECT pg_notify(${LINK_ISSUED_CHANNEL}, ${JSON.stringify(notice)}) FROM issued`;
   if (issued.length === 0) throw Errors.archived();
-  return { url: `${opts.embedBaseUrl}/embed/${token}`, token, expires_at: link.expires_at };
+  return { id: link.link_id, person: personRef(link.user_hash), url: `${opts.embedBaseUrl}/embed/${token}`, token, expires_at: link.expires_at };
 }
 
 export interface ResolvedLink {
@@ -99,6 +104,8 @@ export interface ResolvedLink {
   lesson_title: string;
   external_id: string | null;
   archived: boolean;
+  /** DELETE /lessons/{id}/links/{link_id}: refused from then on */
+  revoked: boolean;
 }
 
 /** Looks a token up by its hash (one index probe). Undefined for unknown tokens; expiry is the caller's rule. */
@@ -127,7 +134,7 @@ export async function resolveLinkTokenHashes(db: Db, tokenHashes: (Buffer | unde
     SELECT encode(k.token_hash, 'hex') AS token_hex,
            k.id AS link_id, k.lesson_id, k.partner_id, k.user_hash, k.name, k.role, k.expires_at,
            l.mode AS lesson_mode, l.subject_mode, l.title AS lesson_title, l.external_id,
-           (l.archived_at IS NOT NULL) AS archived
+           (l.archived_at IS NOT NULL) AS archived, (k.revoked_at IS NOT NULL) AS revoked
     FROM links k JOIN lessons l ON l.id = k.lesson_id
     WHERE k.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(${wanted}::text[]) AS h))`;
   const byHash = new Map<string, ResolvedLink>();
@@ -142,7 +149,62 @@ export function parseIssuedLinkNotice(payload: string): IssuedLinkNotice | undef
     if (typeof n?.hash !== 'string' || typeof n.link?.lesson_id !== 'string') return undefined;
     const expires = new Date(n.link.expires_at);
     if (Number.isNaN(expires.getTime())) return undefined;
-    return { hash: n.hash, link: { ...n.link, expires_at: expires, archived: false } };
+    return { hash: n.hash, link: { ...n.link, expires_at: expires, archived: false, revoked: false } };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LinkInfo {
+  id: string;
+  user_hash: string;
+  name: string;
+  role: Role;
+  created_at: Date;
+  expires_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** Every link issued for the lesson, oldest first (never the token: only its hash is stored). */
+export async function listLinks(db: Db, lessonId: string): Promise<LinkInfo[]> {
+  return db<LinkInfo[]>`
+    SELECT id, user_hash, name, role, created_at, expires_at, revoked_at, last_used_at
+    FROM links WHERE lesson_id = ${lessonId} ORDER BY created_at, id`;
+}
+
+/** What LINK_REVOKED_CHANNEL carries: the link, its lesson, and its token's sha256 (base64) for the gateways' caches. */
+export interface RevokedLinkNotice {
+  lesson_id: string;
+  link_id: string;
+  hash: string;
+}
+
+/**
+ * Revokes a link of the lesson (idempotent: a revoked link stays revoked at its
+ * first time). The notification goes out in the statement that revokes, so
+ * every gateway hears it if and only if it commits; they refuse the link and
+ * close its sockets (realtime/features/links). 404 for a link not of this lesson.
+ */
+export async function revokeLink(db: Db, lessonId: string, linkId: string, at: Date): Promise<LinkInfo> {
+  const [row] = await db<LinkInfo[]>`
+    WITH revoked AS (
+      UPDATE links SET revoked_at = COALESCE(revoked_at, ${at})
+      WHERE id = ${linkId} AND lesson_id = ${lessonId}
+      RETURNING id, user_hash, name, role, created_at, expires_at, revoked_at, last_used_at, lesson_id, token_hash)
+    SELECT r.id, r.user_hash, r.name, r.role, r.created_at, r.expires_at, r.revoked_at, r.last_used_at
+    FROM revoked r, pg_notify(${LINK_REVOKED_CHANNEL},
+      json_build_object('lesson_id', r.lesson_id, 'link_id', r.id, 'hash', encode(r.token_hash, 'base64'))::text)`;
+  if (!row) throw Errors.notFound('Link');
+  return row;
+}
+
+/** Reads a LINK_REVOKED_CHANNEL payload; undefined for anything else. */
+export function parseRevokedLinkNotice(payload: string): RevokedLinkNotice | undefined {
+  try {
+    const n = JSON.parse(payload) as RevokedLinkNotice;
+    if (typeof n?.lesson_id !== 'string' || typeof n.link_id !== 'string' || typeof n.hash !== 'string') return undefined;
+    return n;
   } catch {
     return undefined;
   }

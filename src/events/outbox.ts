@@ -2,14 +2,14 @@ import { EVENTS_CHANNEL } from '../db/channels.js';
 import type { Db } from '../db/index.js';
 import { OUTBOX_PARTNER_LOCK_CLASS } from '../db/locks.js';
 
-/** Every event type of the partner spec (the delivered bodies: src/api/webhookEvents.ts; delivery: docs/webhooks.md). */
-export type EventType =
-  | 'lesson.started'
-  | 'lesson.ended'
-  | 'participant.joined'
-  | 'balance.low'
-  | 'balance.exhausted'
-  | 'webhook.test';
+/**
+ * The event types of the partner specification: what a webhook receives unless it asks for more
+ * (PUT /webhook `enabled_events`; the same list is the column's default, migrations/014b).
+ */
+export const SPEC_EVENT_TYPES = ['lesson.started', 'lesson.ended', 'participant.joined', 'balance.low', 'balance.exhausted', 'webhook.test'] as const;
+/** Every event type (the delivered bodies: src/api/webhookEvents.ts; delivery: docs/webhooks.md). */
+export const EVENT_TYPES = [...SPEC_EVENT_TYPES, 'participant.left'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
 
 export interface OutboxEvent {
   id: number;

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/index.js';
 import { recordEvent, recordEvents } from '../events/outbox.js';
+import { personRef } from '../domain/people.js';
 
 import { PARTICIPANT_JOINED_WINDOW_MS } from './rules.js';
 
@@ -14,7 +15,7 @@ export { PARTICIPANT_JOINED_WINDOW_MS };
  */
 export async function recordParticipantJoined(
   sql: Sql,
-  input: { lessonId: string; partnerId: string; externalId: string | null; userHash: string; role: string; name: string; at: Date },
+  input: { lessonId: string; partnerId: string; externalId: string | null; userHash: string; role: string; name: string; linkId: string; at: Date },
 ): Promise<boolean> {
   return sql.begin(async (tx) => {
     const windowStart = new Date(input.at.getTime() - PARTICIPANT_JOINED_WINDOW_MS);
@@ -30,6 +31,8 @@ export async function recordParticipantJoined(
       external_id: input.externalId,
       role: input.role,
       name: input.name,
+      person: personRef(input.userHash),
+      link_id: input.linkId,
     }, input.at);
     return true;
   });
@@ -71,7 +74,7 @@ export async function recordParticipantsJoined(sql: Sql, inputs: ParticipantJoin
     // notification) instead of three statements per event: a class arriving is a few hundred events
     await recordEvents(
       tx,
-      events.map((e) => ({ partnerId: e.partnerId, type: 'participant.joined' as const, data: { lesson_id: e.lessonId, external_id: e.externalId, role: e.role, name: e.name }, at: e.at })),
+      events.map((e) => ({ partnerId: e.partnerId, type: 'participant.joined' as const, data: { lesson_id: e.lessonId, external_id: e.externalId, role: e.role, name: e.name, person: personRef(e.userHash), link_id: e.linkId }, at: e.at })),
     );
     return events.length;
   });

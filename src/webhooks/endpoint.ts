@@ -1,4 +1,5 @@
 import type { Deps } from '../deps.js';
+import { SPEC_EVENT_TYPES } from '../events/outbox.js';
 import { Errors } from '../errors.js';
 import { AddressRejected, checkWebhookUrl } from './address.js';
 import { webhookRuntime } from './runtime.js';
@@ -8,6 +9,7 @@ import { decodeSigningSecrets, encodeSigningSecrets, generateWebhookSecret, type
 export interface ConfiguredWebhook {
   url: string;
   secret: string;
+  enabled_events: string[];
 }
 
 /**
@@ -24,7 +26,7 @@ export async function setWebhook(
   deps: Deps,
   partnerId: string,
   url: string,
-  opts: { rotate?: { overlapMs: number } } = {},
+  opts: { rotate?: { overlapMs: number }; enabledEvents?: readonly string[] } = {},
 ): Promise<ConfiguredWebhook> {
   const rt = webhookRuntime(deps);
   try {
@@ -35,7 +37,7 @@ export async function setWebhook(
   }
   const secret = generateWebhookSecret();
   const at = deps.clock.now();
-  await deps.sql.begin(async (tx) => {
+  const enabled = await deps.sql.begin(async (tx) => {
     let signing: SigningSecrets = { current: secret };
     if (opts.rotate) {
       const [row] = await tx<{ secret: string }[]>`SELECT secret FROM webhooks WHERE partner_id = ${partnerId} FOR UPDATE`;
@@ -44,12 +46,17 @@ export async function setWebhook(
         signing = { current: secret, previous: { secret: previous, until: new Date(at.getTime() + opts.rotate.overlapMs) } };
       }
     }
-    await tx`
-      INSERT INTO webhooks (partner_id, url, secret, created_at, updated_at)
-      VALUES (${partnerId}, ${url}, ${rt.secrets.seal(encodeSigningSecrets(signing), partnerId)}, ${at}, ${at})
-      ON CONFLICT (partner_id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, updated_at = EXCLUDED.updated_at`;
+    // enabled_events absent: the column's default for a new webhook (the spec's types), the current list for an existing one
+    const list = opts.enabledEvents ? [...new Set(opts.enabledEvents)] : [...SPEC_EVENT_TYPES];
+    const [row] = await tx<{ enabled_events: string[] }[]>`
+      INSERT INTO webhooks (partner_id, url, secret, created_at, updated_at, enabled_events)
+      VALUES (${partnerId}, ${url}, ${rt.secrets.seal(encodeSigningSecrets(signing), partnerId)}, ${at}, ${at}, ${list}::text[])
+      ON CONFLICT (partner_id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, updated_at = EXCLUDED.updated_at
+        ${opts.enabledEvents ? tx`, enabled_events = EXCLUDED.enabled_events` : tx``}
+      RETURNING enabled_events`;
+    return row.enabled_events;
   });
-  return { url, secret };
+  return { url, secret, enabled_events: enabled };
 }
 
 /** GET /webhook: what is configured, never a secret. */
@@ -59,11 +66,12 @@ export interface WebhookState {
   updated_at: Date;
   /** while the previous secret still signs beside the current one: until when */
   previous_secret_expires_at: Date | null;
+  enabled_events: string[];
 }
 
 export async function getWebhook(deps: Deps, partnerId: string): Promise<WebhookState | undefined> {
-  const [row] = await deps.sql<{ url: string; secret: string; created_at: Date; updated_at: Date }[]>`
-    SELECT url, secret, created_at, updated_at FROM webhooks WHERE partner_id = ${partnerId}`;
+  const [row] = await deps.sql<{ url: string; secret: string; created_at: Date; updated_at: Date; enabled_events: string[] }[]>`
+    SELECT url, secret, created_at, updated_at, enabled_events FROM webhooks WHERE partner_id = ${partnerId}`;
   if (!row) return undefined;
   let previous: SigningSecrets['previous'];
   try {
@@ -73,7 +81,7 @@ export async function getWebhook(deps: Deps, partnerId: string): Promise<Webhook
     previous = undefined;
   }
   const until = previous && previous.until.getTime() > deps.clock.now().getTime() ? previous.until : null;
-  return { url: row.url, created_at: row.created_at, updated_at: row.updated_at, previous_secret_expires_at: until };
+  return { url: row.url, created_at: row.created_at, updated_at: row.updated_at, previous_secret_expires_at: until, enabled_events: row.enabled_events };
 }
 
 /**

@@ -1,7 +1,9 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, describe, expect, it } from 'vitest';
+import { recordPresenceMarks } from '../../src/domain/attendance.js';
 import { hashUserId } from '../../src/domain/links.js';
+import { publicPersonId } from '../../src/domain/people.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
 import { recordParticipantJoined } from '../../src/metering/participants.js';
 import { ensureSessionStarted, finishSession } from '../../src/metering/sessions.js';
@@ -98,7 +100,7 @@ const c = async (method: string, template: string, path: string, o: Parameters<t
 
 describe('the OpenAPI document is the contract', () => {
   it('is valid JSON Schema where it holds schemas, and lists webhooks for every event type', () => {
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['balance.exhausted', 'balance.low', 'lesson.ended', 'lesson.started', 'participant.joined', 'webhook.test']);
+    expect(Object.keys(doc.webhooks).sort()).toEqual(['balance.exhausted', 'balance.low', 'lesson.ended', 'lesson.started', 'participant.joined', 'participant.left', 'webhook.test']);
     for (const name of Object.keys(doc.components.schemas)) expect(() => validatorAt(pointer('components', 'schemas', name)), name).not.toThrow();
     // responses are open to new fields
     expect(JSON.stringify(doc.components.schemas)).not.toContain('"additionalProperties":false');
@@ -139,9 +141,20 @@ describe('the OpenAPI document is the contract', () => {
     const got = await c('GET', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k });
     await c('GET', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k, headers: { 'if-none-match': got.headers.get('etag')! } }); // 304
     await c('GET', '/lessons/{id}', `/lessons/${'x'.repeat(65)}`, { key: k }); // 404
+    await c('PATCH', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k, body: { title: 'Contract 2', subject_mode: 'math' } });
+    await c('PATCH', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k, body: {} }); // 422
+    await c('GET', '/lessons', '/lessons?status=never_started&created[gte]=2020-01-01T00:00:00Z', { key: k });
 
     // links, board content
-    await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } } });
+    const issued = (await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } } })).json;
+    await c('GET', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k });
+    await c('GET', '/lessons/{id}/attendance', `/lessons/${lesson.id}/attendance`, { key: k });
+    await c('GET', '/lessons/{id}/attendance', `/lessons/${lesson.id}/attendance?session_id=x`, { key: k }); // 422
+    await c('GET', '/lessons/{id}/attendance', `/lessons/${lesson.id}/attendance?session_id=1`, { key: k }); // 404
+    await c('POST', '/lessons/{id}/participants/{person}/remove', `/lessons/${lesson.id}/participants/${issued.person}/remove`, { key: k });
+    await c('POST', '/lessons/{id}/participants/{person}/remove', `/lessons/${lesson.id}/participants/psn_nobody/remove`, { key: k }); // 404
+    await c('DELETE', '/lessons/{id}/links/{link_id}', `/lessons/${lesson.id}/links/${issued.id}`, { key: k });
+    await c('DELETE', '/lessons/{id}/links/{link_id}', `/lessons/${lesson.id}/links/lnk_unknown`, { key: k }); // 404
     await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k, body: { user: { id: 'u1', name: 'Ann', role: 'admin' } } }); // 422
     const theirs = (await call('POST', '/lessons', { key: broke.apiKey, body: { title: 'No minutes' } })).json;
     await c('POST', '/lessons/{id}/links', `/lessons/${theirs.id}/links`, { key: broke.apiKey, body: { user: { id: 'u', name: 'n', role: 'student' } } }); // 402
@@ -215,21 +228,28 @@ describe('the OpenAPI document is the contract', () => {
   it('real webhook deliveries of every event type match the document (body and headers)', async () => {
     const receiver = await startReceiver();
     const p = await partnerFactory(sql, { minutes: 61 });
-    expect((await call('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url } })).status).toBe(200);
+    const every = Object.keys(doc.webhooks);
+    expect((await call('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, enabled_events: every } })).status).toBe(200);
     const lesson = (await call('POST', '/lessons', { key: p.apiKey, body: { title: 'Events', external_id: 'ev-1' } })).json;
+    const link = (await call('POST', `/lessons/${lesson.id}/links`, { key: p.apiKey, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } } })).json;
+    const personId = publicPersonId(lesson.id, hashUserId(p.partner, 'u1'));
     // in the past: a delivery is due at its event's time
     const t0 = new Date(Date.now() - 2 * 3600_000);
     const at = (s: number) => new Date(t0.getTime() + s * 1000);
     // the metering code records them, as the gateway makes it do
     const { session } = await ensureSessionStarted(sql, { lessonId: lesson.id, at: at(0), people: 2 });
-    await recordParticipantJoined(sql, { lessonId: lesson.id, partnerId: p.partner.id, externalId: 'ev-1', userHash: hashUserId(p.partner, 'u1'), role: 'teacher', name: 'Ann', at: at(1) });
+    await recordParticipantJoined(sql, { lessonId: lesson.id, partnerId: p.partner.id, externalId: 'ev-1', userHash: hashUserId(p.partner, 'u1'), role: 'teacher', name: 'Ann', linkId: link.id, at: at(1) });
+    await recordPresenceMarks(sql, [
+      { lessonId: lesson.id, personId, joined: true, linkId: link.id, at: at(1) },
+      { lessonId: lesson.id, personId, joined: false, linkId: null, at: at(90) },
+    ]);
     await recordMeteredTime(sql, { sessionId: session.id, cumulativeSeconds: 120, at: at(120) }); // below one hour: balance.low
     await finishSession(sql, { sessionId: session.id, cumulativeSeconds: 3700, chargeAt: at(3700), endedAt: at(3700), at: at(4000) }); // balance.exhausted, lesson.ended
     await call('POST', '/webhook/test', { key: p.apiKey });
 
-    const received = await receiver.waitFor(6, 20_000);
+    const received = await receiver.waitFor(7, 20_000);
     const types = received.map((r) => r.body.type).sort();
-    expect(types).toEqual(['balance.exhausted', 'balance.low', 'lesson.ended', 'lesson.started', 'participant.joined', 'webhook.test']);
+    expect(types).toEqual(every.sort());
     for (const req of received) {
       const type = req.body.type;
       const v = validatorAt(pointer('webhooks', type, 'post', 'requestBody', 'content', 'application/json', 'schema'));

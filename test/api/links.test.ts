@@ -25,7 +25,9 @@ describe('POST /lessons/{id}/links', () => {
   it('issues a link with url, token and expires_at 180 minutes ahead by default', async () => {
     const res = await api.request('POST', `/lessons/${lessonId}/links`, { key: p.apiKey, body: { user } });
     expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'token', 'url']);
+    expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'id', 'person', 'token', 'url']);
+    expect(res.body.id).toMatch(/^lnk_[A-Za-z0-9]{22}$/);
+    expect(res.body.person).toMatch(/^psn_[A-Za-z0-9_-]{22}$/);
     expect(res.body.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(res.body.url).toBe(`https://embed.example.com/embed/${res.body.token}`);
     expect(res.body.expires_at).toBe(new Date(clock.now().getTime() + 180 * 60_000).toISOString());

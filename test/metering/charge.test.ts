@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { topUp } from '../../src/domain/ledger.js';
 import { recordMeteredTime, recordMeteredTimeBatch } from '../../src/metering/charge.js';
 import { recordParticipantJoined, recordParticipantsJoined } from '../../src/metering/participants.js';
+import { personRef } from '../../src/domain/people.js';
 import { endSession, ensureSessionStarted, ensureSessionsStarted } from '../../src/metering/sessions.js';
 import { fileDeps, makeDeps, secondsAfter } from '../helpers/deps.js';
 import { balanceOf, partnerFactory } from '../helpers/factories.js';
@@ -118,7 +119,7 @@ describe('participant.joined', () => {
   it('is recorded once per 6 hours per person and lesson, even when claims race', async () => {
     const { partner } = await partnerFactory(sql);
     const lesson = await lessonFactory(sql, partner);
-    const input = { lessonId: lesson.id, partnerId: partner.id, externalId: null, userHash: 'h1', role: 'student', name: 'Ann', at: T0 };
+    const input = { lessonId: lesson.id, partnerId: partner.id, externalId: null, userHash: 'h1', role: 'student', name: 'Ann', linkId: 'lnk_1', at: T0 };
     const raced = await Promise.all(Array.from({ length: 5 }, () => recordParticipantJoined(sql, input)));
     expect(raced.filter(Boolean)).toHaveLength(1);
     expect(await recordParticipantJoined(sql, { ...input, at: at(6 * 3600 - 1) })).toBe(false);
@@ -126,7 +127,7 @@ describe('participant.joined', () => {
     expect(await recordParticipantJoined(sql, { ...input, at: at(6 * 3600) })).toBe(true);
     const events = await eventsOf(sql, partner.id, 'participant.joined');
     expect(events).toHaveLength(3);
-    expect(events[0].data).toEqual({ lesson_id: lesson.id, external_id: null, role: 'student', name: 'Ann' });
+    expect(events[0].data).toEqual({ lesson_id: lesson.id, external_id: null, role: 'student', name: 'Ann', person: personRef('h1'), link_id: 'lnk_1' });
   });
 });
 
@@ -135,7 +136,7 @@ describe('participant.joined in batches', () => {
     const { partner } = await partnerFactory(sql);
     const lesson = await lessonFactory(sql, partner);
     const other = await lessonFactory(sql, partner);
-    const base = { partnerId: partner.id, externalId: null, role: 'student', name: 'Ann' };
+    const base = { partnerId: partner.id, externalId: null, role: 'student', name: 'Ann', linkId: 'lnk_1' };
     const a = { ...base, lessonId: lesson.id, userHash: 'ha', at: T0 };
     const b = { ...base, lessonId: lesson.id, userHash: 'hb', at: T0 };
     const c = { ...base, lessonId: other.id, userHash: 'ha', at: T0 };
@@ -149,7 +150,7 @@ describe('participant.joined in batches', () => {
     expect(await recordParticipantsJoined(sql, [{ ...a, at: at(6 * 3600) }, { ...b, at: at(100) }])).toBe(1);
     const events = await eventsOf(sql, partner.id, 'participant.joined');
     expect(events).toHaveLength(4);
-    expect(events[0].data).toEqual({ lesson_id: expect.any(String), external_id: null, role: 'student', name: 'Ann' });
+    expect(events[0].data).toEqual({ lesson_id: expect.any(String), external_id: null, role: 'student', name: 'Ann', person: expect.stringMatching(/^psn_/), link_id: 'lnk_1' });
   });
 });
 
@@ -166,7 +167,7 @@ describe('concurrency', () => {
       // participant.joined batches insert rows referencing the same partner and lessons meanwhile
       await Promise.all([
         ...sessions.map(({ session }) => recordMeteredTime(pool.sql, { sessionId: session.id, cumulativeSeconds: 70, at: at(70) })),
-        recordParticipantsJoined(pool.sql, lessons.map((l, i) => ({ lessonId: l.id, partnerId: partner.id, externalId: null, userHash: `u${i}`, role: 'student', name: 'X', at: at(70) }))),
+        recordParticipantsJoined(pool.sql, lessons.map((l, i) => ({ lessonId: l.id, partnerId: partner.id, externalId: null, userHash: `u${i}`, role: 'student', name: 'X', linkId: 'lnk_1', at: at(70) }))),
       ]);
     } finally {
       await pool.close();

@@ -205,7 +205,7 @@ describe('participant.joined', () => {
     clock.advance(sec(3600));
     await leave(await join(gw.wsUrl(token)));
     let events = await eventsOf(sql, f.partner.id, 'participant.joined');
-    expect(events.map((e) => e.data)).toEqual([{ lesson_id: f.lesson.id, external_id: f.lesson.external_id, role: 'teacher', name: 'Olga' }]);
+    expect(events.map((e) => e.data)).toEqual([{ lesson_id: f.lesson.id, external_id: f.lesson.external_id, role: 'teacher', name: 'Olga', person: expect.stringMatching(/^psn_/), link_id: expect.stringMatching(/^lnk_/) }]);
     clock.advance(sec(5 * 3600));
     await leave(await join(gw.wsUrl(token)));
     events = await eventsOf(sql, f.partner.id, 'participant.joined');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultFeatures } from '../../realtime/features/index.js';
+import { updateLesson } from '../../src/domain/lessons.js';
 import { ClientMessages } from '../../realtime/protocol/clientMessages.js';
 import { ERROR_CODES } from '../../realtime/protocol/errors.js';
 import { coreMessages } from '../../realtime/protocol/messages/index.js';
@@ -96,6 +97,8 @@ describe('frames on the wire', () => {
     await s.waitFor((m) => m.type === 'board.reject', 'board.reject');
     await t.waitFor((m) => m.type === 'board.ack', 'board.ack');
     await s.waitFor((m) => m.type === 'board.ops', 'board.ops');
+    await updateLesson(gw.deps.sql, f.partner, f.lesson.id, { title: 'Renamed', subject_mode: 'physics' }); // as PATCH /lessons/{id}
+    await t.waitFor((m) => m.type === 'lesson.updated', 'lesson.updated');
     await tab2.close();
     await t.waitFor((m) => m.type === 'rtc.bye', 'rtc.bye');
     await s.close();

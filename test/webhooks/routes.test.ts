@@ -1,3 +1,4 @@
+import { SPEC_EVENT_TYPES } from '../../src/events/outbox.js';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -38,7 +39,7 @@ describe('PUT /webhook', () => {
     const url = 'https://hook.test:8443/in?a=1';
     const first = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url } });
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ url, secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{43}$/) });
+    expect(first.body).toEqual({ url, secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{43}$/), enabled_events: [...SPEC_EVENT_TYPES] });
     const second = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url } });
     expect(second.body.secret).not.toBe(first.body.secret);
     const [row] = await stack.sql<{ secret: string; url: string }[]>`SELECT url, secret FROM webhooks WHERE partner_id = ${p.partner.id}`;
@@ -72,14 +73,14 @@ describe('secret rotation with overlap: PUT /webhook {rotate: true}, GET /webhoo
     const receiver = await startReceiver();
     const p = await stack.partnerWithWebhook(receiver.url);
     expect((await api.request('GET', '/webhook', { key: p.apiKey })).body).toEqual({
-      url: receiver.url, created_at: expect.any(String), updated_at: expect.any(String), rotation: null,
+      url: receiver.url, created_at: expect.any(String), updated_at: expect.any(String), rotation: null, enabled_events: [...SPEC_EVENT_TYPES],
     });
     const put = await api.request('PUT', '/webhook', { key: p.apiKey, body: { url: receiver.url, rotate: true } });
     expect(put.status).toBe(200);
     const [previous, current] = [p.secret, put.body.secret as string];
     const until = new Date(clock.now().getTime() + 24 * 3600_000).toISOString();
     const state = await api.request('GET', '/webhook', { key: p.apiKey });
-    expect(state.body).toEqual({ url: receiver.url, created_at: expect.any(String), updated_at: clock.now().toISOString(), rotation: { previous_secret_expires_at: until } });
+    expect(state.body).toEqual({ url: receiver.url, created_at: expect.any(String), updated_at: clock.now().toISOString(), rotation: { previous_secret_expires_at: until }, enabled_events: [...SPEC_EVENT_TYPES] });
     expect(state.text).not.toContain('whsec_');
 
     // during the overlap: `t=..,v1=<new>,v1=<old>`; the real stripe package's constructEvent accepts either secret

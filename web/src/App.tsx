@@ -132,6 +132,15 @@ export function App({ token }: { token: string }) {
       case 'call.ice_servers':
         call.current?.setIceServers(msg.ice_servers);
         return;
+      case 'lesson.updated': {
+        // the partner renamed the lesson or changed its toolset: shown at once (a new mode comes with a reconnect)
+        const w = welcomeRef.current;
+        if (!w) return;
+        const next = { ...w, lesson: { ...w.lesson, ...msg.lesson } };
+        welcomeRef.current = next;
+        setWelcome(next);
+        return;
+      }
       case 'rtc.hello':
       case 'rtc.offer':
       case 'rtc.answer':

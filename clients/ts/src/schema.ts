@@ -9,344 +9,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Find lessons by external_id, or list live lessons newest first
-         * @description With external_id: every lesson with that id, archived ones included (archived: true), newest first. Without it: live lessons newest first, `limit` per page; the next page is in the `Link: <...>; rel="next"` header.
+         * Find lessons by external_id, or list lessons newest first
+         * @description With external_id: every lesson with that id, archived ones included (archived: true), newest first. Without it: lessons newest first, `limit` per page, filtered by `status` and `created[gte]`/`created[lt]`; the next page is in the `Link: <...starting_after=<last id>...>; rel="next"` header, present when the page is full.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description all lessons with this external_id, archived ones included */
-                    external_id?: string;
-                    /** @description without external_id: page size, 1-100 */
-                    limit?: number;
-                    /** @description without external_id: the last lesson id of the previous page */
-                    after?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Lessons */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        /** @description next page, when there is one */
-                        Link?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Lesson"][];
-                    };
-                };
-                /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "bad_request";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `validation_error`: the request failed validation; `detail` lists the fields */
-                422: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationError"];
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listLessons"];
         put?: never;
         /** Create a lesson */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
-                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["LessonCreate"];
-                };
-            };
-            responses: {
-                /** @description The lesson */
-                201: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Lesson"];
-                    };
-                };
-                /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "bad_request";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `plan_board_only`: mode 'full' on the board-only plan */
-                403: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "plan_board_only";
-                            };
-                        };
-                    };
-                };
-                /** @description `conflict`: `external_id` is already used by another live lesson; `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
-                409: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "conflict" | "idempotency_key_reused" | "idempotency_key_in_use";
-                            };
-                        };
-                    };
-                };
-                /** @description `payload_too_large`: the body is over 64 KiB */
-                413: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "payload_too_large";
-                            };
-                        };
-                    };
-                };
-                /** @description `unsupported_media_type`: a body that is not application/json */
-                415: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unsupported_media_type";
-                            };
-                        };
-                    };
-                };
-                /** @description `validation_error`: the request failed validation; `detail` lists the fields */
-                422: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationError"];
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createLesson"];
         delete?: never;
         options?: never;
         head?: never;
@@ -361,282 +30,21 @@ export interface paths {
             cookie?: never;
         };
         /** Get a lesson */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
-                    "If-None-Match"?: components["parameters"]["IfNoneMatch"];
-                };
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The lesson */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        /** @description weak tag of the lesson as shown; changes when any field does */
-                        ETag?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Lesson"];
-                    };
-                };
-                /** @description Not modified (If-None-Match matched the current ETag) */
-                304: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found";
-                            };
-                        };
-                    };
-                };
-                /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
-                410: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "archived";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getLesson"];
         put?: never;
         post?: never;
         /**
          * Archive a lesson
          * @description Links stop opening, people in the lesson are disconnected, the running session is charged up to now and ends.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Archived */
-                204: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found";
-                            };
-                        };
-                    };
-                };
-                /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
-                410: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "archived";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["archiveLesson"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a lesson's title, subject mode or mode
+         * @description People in the lesson see the new title and toolset at once. `mode` changes only while no session runs (409 session_running) and under the plan (403 plan_board_only); a person present alone gets the new mode when their page next connects.
+         */
+        patch: operations["updateLesson"];
         trace?: never;
     };
     "/lessons/{id}/links": {
@@ -646,254 +54,77 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the links issued for a lesson (never their tokens)
+         * @description Oldest first. The token is not stored (only its hash): it exists only in the answer that issued it.
+         */
+        get: operations["listLinks"];
         put?: never;
         /**
          * Issue a personal entry link for one participant
          * @description 402 minutes_exhausted while the balance is at or below zero (no link is issued; people already holding links can still enter). 410 archived for a deleted lesson.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
-                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-                };
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["LinkCreate"];
-                };
-            };
-            responses: {
-                /** @description The participant link */
-                201: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ParticipantLink"];
-                    };
-                };
-                /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "bad_request";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `minutes_exhausted`: a new link was requested while the balance is at or below zero; people holding links can still enter, and a top-up lifts it at once */
-                402: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "minutes_exhausted";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found";
-                            };
-                        };
-                    };
-                };
-                /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
-                409: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "idempotency_key_reused" | "idempotency_key_in_use";
-                            };
-                        };
-                    };
-                };
-                /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
-                410: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "archived";
-                            };
-                        };
-                    };
-                };
-                /** @description `payload_too_large`: the body is over 64 KiB */
-                413: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "payload_too_large";
-                            };
-                        };
-                    };
-                };
-                /** @description `unsupported_media_type`: a body that is not application/json */
-                415: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unsupported_media_type";
-                            };
-                        };
-                    };
-                };
-                /** @description `validation_error`: the request failed validation; `detail` lists the fields */
-                422: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationError"];
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
+        post: operations["createLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lessons/{id}/links/{link_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a link
+         * @description The page no longer opens with it, and every connection opened with it closes within 2 s (the participant sees that they were removed). Idempotent: revoking a revoked link answers 204 again. The person may come back with another link; to keep them out, remove the person.
+         */
+        delete: operations["revokeLink"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lessons/{id}/participants/{person}/remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove a person from the lesson, as the teacher's Remove does
+         * @description Every link of the person to this lesson issued until now stops opening, and their connections close on every node within 2 s (their page says they were removed). A link issued to them later lets them back in. 404 not_found when no link of the lesson was issued to the person.
+         */
+        post: operations["removeParticipant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lessons/{id}/attendance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who was present in each session, when, and through which link
+         * @description Intervals come from the same presence that meters the lesson: a session's `seconds` is the time two or more of its people's intervals overlap. A running session has open intervals (`left_at: null`).
+         */
+        get: operations["getAttendance"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -908,97 +139,7 @@ export interface paths {
             cookie?: never;
         };
         /** The partner's balance and plan */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Balance */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Balance"];
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getBalance"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1018,148 +159,7 @@ export interface paths {
          * The board's pages and elements
          * @description Our own versioned format (format "lesson-board", version 1; docs/snapshot-format.md). It includes every operation acknowledged to a participant (`seq` is the last one). A lesson nobody has drawn on yet has one empty page.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
-                    "If-None-Match"?: components["parameters"]["IfNoneMatch"];
-                };
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Board snapshot */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        /** @description W/"<format version>-<seq>": changes with every acknowledged operation */
-                        ETag?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["BoardSnapshot"];
-                    };
-                };
-                /** @description Not modified (If-None-Match matched the current ETag) */
-                304: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found";
-                            };
-                        };
-                    };
-                };
-                /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
-                410: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "archived";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getSnapshot"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1179,148 +179,7 @@ export interface paths {
          * A PNG thumbnail of the board (the pinned page, else the first)
          * @description Rendered on the server from the board state; never older than the board (a stale picture is rendered again on read). 404 no_preview until something has been drawn. ETag is the board seq shown; If-None-Match (RFC 9110: a list, weak comparison, `*`) answers 304. A render is bounded: a page beyond its drawing budget gives an approximate picture; when the renderer is busy or a render passes its time or memory limit, 503 unavailable with Retry-After, within 10 s.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
-                    "If-None-Match"?: components["parameters"]["IfNoneMatch"];
-                };
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description PNG image */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        /** @description board seq the picture shows */
-                        ETag?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "image/png": unknown;
-                    };
-                };
-                /** @description Not modified (If-None-Match matched) */
-                304: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters); `no_preview`: nothing has been drawn on the board yet */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found" | "no_preview";
-                            };
-                        };
-                    };
-                };
-                /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
-                410: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "archived";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPreview"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1340,149 +199,7 @@ export interface paths {
          * The bytes of a file of the board (an image, a PDF page)
          * @description A file the snapshot lists (`files`; image elements name it by `file_id`): the bytes participants uploaded, as the gateway kept them after checking and re-encoding (PNG, JPEG or WebP, no metadata). Content-addressed: `file_id` is the hex sha-256 of the bytes, so they never change; ETag is the file id and If-None-Match answers 304.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
-                    "If-None-Match"?: components["parameters"]["IfNoneMatch"];
-                };
-                path: {
-                    id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The file (image/png, image/jpeg or image/webp) */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        /** @description "<file_id>" */
-                        ETag?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "image/*": unknown;
-                    };
-                };
-                /** @description Not modified (If-None-Match matched) */
-                304: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found";
-                            };
-                        };
-                    };
-                };
-                /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
-                410: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "archived";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1502,119 +219,7 @@ export interface paths {
          * Metered and charged seconds per lesson per Moscow day
          * @description Period: Moscow days from..to inclusive, at most one year; default the last 30 days. A session that crosses Moscow midnight is split between the two days to the second. Running sessions are included up to their last charge. The body is streamed (chunked); a failure after the first byte aborts the connection, so a complete body is always a complete report. Rules: docs/reports.md.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description YYYY-MM-DD, first Moscow day (inclusive). Alone: from that day through today */
-                    from?: string;
-                    /** @description YYYY-MM-DD, last Moscow day (inclusive); needs from. Neither: the last 30 days, today included */
-                    to?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Usage report */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["UsageReport"];
-                    };
-                };
-                /** @description `bad_range`: the period is invalid: a malformed or impossible date, from after to, longer than a year, a day given twice */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "bad_range";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1634,135 +239,7 @@ export interface paths {
          * Call details: one item per session, newest first, with totals over the whole period
          * @description Sessions are selected by the Moscow day they started on; period rules as for /usage. limit/offset out of bounds answer 422. Rules: docs/reports.md.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description YYYY-MM-DD, first Moscow day (inclusive). Alone: from that day through today */
-                    from?: string;
-                    /** @description YYYY-MM-DD, last Moscow day (inclusive); needs from. Neither: the last 30 days, today included */
-                    to?: string;
-                    /** @description page size, 1-1000, default 100 */
-                    limit?: number;
-                    /** @description calls to skip, 0-1000000, default 0 */
-                    offset?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Call details report */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["CallsReport"];
-                    };
-                };
-                /** @description `bad_range`: the period is invalid: a malformed or impossible date, from after to, longer than a year, a day given twice */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "bad_range";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `validation_error`: the request failed validation; `detail` lists the fields */
-                422: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationError"];
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getCalls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1782,367 +259,15 @@ export interface paths {
          * The configured webhook: its address and rotation state (never the secret)
          * @description The secret is shown only once, in the response of PUT /webhook. 404 not_found when no webhook is set.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The webhook */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["WebhookState"];
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getWebhook"];
         /**
          * Set the webhook address; returns a new signing secret
          * @description Every call generates a new `whsec_` secret, returned only in this response; it signs every attempt made after this call. With `rotate: true` the previous secret also signs (a second `v1=` in X-Whiteboard-Signature) for `overlap_minutes` (default 24 h), so receivers can switch without rejecting deliveries; without it the previous secret stops at once. The address must use https://, be at most 2,048 characters, carry no credentials, and every address its host resolves to must be public.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["WebhookPut"];
-                };
-            };
-            responses: {
-                /** @description The webhook and its new secret */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Webhook"];
-                    };
-                };
-                /** @description `bad_url`: the webhook address is refused (the reason is in `message`); `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "bad_url" | "bad_request";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `payload_too_large`: the body is over 64 KiB */
-                413: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "payload_too_large";
-                            };
-                        };
-                    };
-                };
-                /** @description `unsupported_media_type`: a body that is not application/json */
-                415: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unsupported_media_type";
-                            };
-                        };
-                    };
-                };
-                /** @description `validation_error`: the request failed validation; `detail` lists the fields */
-                422: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationError"];
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["setWebhook"];
         post?: never;
         /** Remove the webhook; pending deliveries are cancelled */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Removed (also when none was set) */
-                204: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2161,139 +286,7 @@ export interface paths {
          * Send a webhook.test event to the configured address
          * @description Records a `webhook.test` event and answers at once with it; the dispatcher delivers it like any other event.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
-                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The test event, as it will be delivered, with its delivery state */
-                202: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Event"];
-                    };
-                };
-                /** @description `no_webhook`: no webhook is set; `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "no_webhook" | "bad_request";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
-                409: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "idempotency_key_reused" | "idempotency_key_in_use";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["testWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2311,118 +304,7 @@ export interface paths {
          * The delivery log: every attempt, oldest first
          * @description Cursor-paginated by attempt id: pass the last `id` as `after`; the next page is also in the `Link: <...>; rel="next"` header.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description only the attempts of this event */
-                    event_id?: number;
-                    /** @description the last attempt id of the previous page */
-                    after?: number;
-                    /** @description page size, 1-1000 */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Attempts */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        /** @description next page, when there may be one */
-                        Link?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeliveryAttempt"][];
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `validation_error`: the request failed validation; `detail` lists the fields */
-                422: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationError"];
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2442,116 +324,7 @@ export interface paths {
          * The partner's events in id order, with their delivery state
          * @description Every event is here, delivered or not, also those recorded while no webhook was set. Pass the last `id` seen as `after`; the next page is also in the `Link: <...>; rel="next"` header.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description the last event id already processed; 0 for the oldest */
-                    after?: number;
-                    /** @description page size, 1-1000 */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Events */
-                200: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        /** @description next page, when there may be one */
-                        Link?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Event"][];
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `validation_error`: the request failed validation; `detail` lists the fields */
-                422: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ValidationError"];
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2573,159 +346,7 @@ export interface paths {
          * Deliver an event again, with the same event id
          * @description Schedules a fresh delivery now with a full set of attempts (9, on the usual schedule), whatever the earlier outcome. Requires a configured webhook.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
-                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-                };
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The event with its new delivery state */
-                202: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Event"];
-                    };
-                };
-                /** @description `no_webhook`: no webhook is set; `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
-                400: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "no_webhook" | "bad_request";
-                            };
-                        };
-                    };
-                };
-                /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
-                401: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unauthorized";
-                            };
-                        };
-                    };
-                };
-                /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
-                404: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "not_found";
-                            };
-                        };
-                    };
-                };
-                /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
-                409: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "idempotency_key_reused" | "idempotency_key_in_use";
-                            };
-                        };
-                    };
-                };
-                /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
-                429: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "rate_limited";
-                            };
-                        };
-                    };
-                };
-                /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
-                500: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "internal";
-                            };
-                        };
-                    };
-                };
-                /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
-                503: {
-                    headers: {
-                        "X-Request-Id": components["headers"]["X-Request-Id"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        "Retry-After": components["headers"]["Retry-After-Unavailable"];
-                        "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            detail?: {
-                                /** @enum {unknown} */
-                                code?: "unavailable";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["redeliverEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2888,6 +509,68 @@ export interface webhooks {
             requestBody: {
                 content: {
                     "application/json": components["schemas"]["ParticipantJoinedEvent"];
+                };
+            };
+            responses: {
+                /** @description The receiver refused the event (e.g. a bad signature); retried on the schedule. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Delivered. Answer at once and process later. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Any other answer, or none within 10 s: retried on the schedule. */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "participant.left": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * participant.left event
+         * @description A person's last connection to the lesson went: one interval of GET /lessons/{id}/attendance. Sent only to a webhook whose enabled_events lists it. Delivery rules: docs/webhooks.md (any 2xx within 10 s counts as delivered; else retried after 30 s, 2 min, 10 min, 30 min, 1 h, 3 h, 6 h, 12 h).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    "X-Whiteboard-Event": "participant.left";
+                    /** @description the event id */
+                    "X-Whiteboard-Delivery": string;
+                    /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." + raw body)>`; two v1 values during a secret rotation; reject a t older than 5 minutes */
+                    "X-Whiteboard-Signature": string;
+                    "User-Agent": "Whiteboard-Webhooks/1.0";
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ParticipantLeftEvent"];
                 };
             };
             responses: {
@@ -3158,7 +841,49 @@ export interface components {
              */
             subject_mode?: "generic" | "math" | "physics";
         };
+        LessonListItem: {
+            /** @description lsn_ followed by 22 characters; opaque, at most 64 characters */
+            id: string;
+            /** @description the partner's own id, unique among its live lessons; null when none */
+            external_id: string | null;
+            title: string;
+            /**
+             * @description full: board, video call and chat; board_only: board and chat, no video
+             * @enum {string}
+             */
+            mode: "full" | "board_only";
+            /** @enum {string} */
+            subject_mode: "generic" | "math" | "physics";
+            /** Format: date-time */
+            created_at: string;
+            /** @description start of the latest session: the moment a second person was present; null before the first */
+            started_at: string | null;
+            /** @description end of the latest session: the moment the lesson became empty (the session ends after 5 minutes without anyone; the wait is not lesson time); null while a session runs or before the first */
+            ended_at: string | null;
+            /** @description metered lesson time since creation, all sessions */
+            billed_seconds: number;
+            /** @description true after DELETE; every route naming the lesson then answers 410 archived */
+            archived: boolean;
+            /** @description a session runs now (two or more people came and the lesson has not been empty for 5 minutes since); in the list without external_id only */
+            session_running?: boolean;
+            /** @description people in the lesson now, on every gateway node; null when presence could not be read; in the list without external_id only */
+            people_now?: number | null;
+        };
+        LessonPatch: {
+            title?: string;
+            /** @enum {string} */
+            subject_mode?: "generic" | "math" | "physics";
+            /**
+             * @description only while no session runs (409 session_running), and under the plan (403 plan_board_only)
+             * @enum {string}
+             */
+            mode?: "full" | "board_only";
+        };
         ParticipantLink: {
+            /** @description lnk_…: the link in attendance, GET /lessons/{id}/links and DELETE /lessons/{id}/links/{link_id} */
+            id: string;
+            /** @description the partner's reference to the person (psn_…): the same user.id gives the same reference in every lesson of the partner; attendance and removal use it */
+            person: string;
             /**
              * Format: uri
              * @description {embed_base}/embed/<token>: give it to this participant only, right before entry
@@ -3177,6 +902,66 @@ export interface components {
             };
             /** @default 180 */
             ttl_minutes?: number;
+        };
+        LinkInfo: {
+            id: string;
+            /** @description the partner's reference to the person (psn_…): the same user.id gives the same reference in every lesson of the partner; attendance and removal use it */
+            person: string;
+            name: string;
+            /** @enum {string} */
+            role: "teacher" | "student";
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description when DELETE /lessons/{id}/links/{link_id} revoked it; null while not revoked */
+            revoked_at: string | null;
+            /** @description the latest time the person became present through it; null if never */
+            last_used_at: string | null;
+        };
+        Attendance: {
+            lesson_id: string;
+            /** @description oldest first; with session_id, that session only */
+            sessions: {
+                /** @description the id of the session in GET /calls */
+                id: string;
+                /** Format: date-time */
+                started_at: string;
+                /** @description null while the session is going */
+                ended_at: string | null;
+                going: boolean;
+                /** @description metered time, as GET /calls: the time two or more of the people's intervals overlap */
+                seconds: number;
+                /** @description everyone present from the end of the session before (when the lesson was empty) to the end of this one */
+                people: components["schemas"]["AttendingPerson"][];
+            }[];
+            /** @description people present after the last session ended while no session runs (for instance one person waiting alone; not metered); empty with session_id */
+            outside_sessions: components["schemas"]["AttendingPerson"][];
+        };
+        AttendingPerson: {
+            /** @description the partner's reference to the person (psn_…): the same user.id gives the same reference in every lesson of the partner; also returned when the link is issued */
+            person: string;
+            /**
+             * @description as on the latest link the person came through
+             * @enum {string}
+             */
+            role: "teacher" | "student";
+            /** @description as on the latest link the person came through */
+            name: string;
+            /** @description the links the person came through in these intervals (POST /lessons/{id}/links returns each id) */
+            link_ids: string[];
+            /** @description oldest first; a person with several tabs is present while any of them is */
+            intervals: {
+                /**
+                 * Format: date-time
+                 * @description the person became present (their first tab or device connected)
+                 */
+                joined_at: string;
+                /** @description the person stopped being present (their last connection went, dated as metering dates it); null while present */
+                left_at: string | null;
+            }[];
+            /** @description sum of the intervals, open ones counted up to now, rounded down to the second */
+            present_seconds: number;
         };
         Balance: {
             balance_seconds: number;
@@ -3576,6 +1361,8 @@ export interface components {
             url: string;
             /** @description whsec_...; returned only in this response */
             secret: string;
+            /** @description the event types sent to this webhook (webhook.test always is) */
+            enabled_events: string[];
         };
         WebhookPut: {
             /** @description https:// address, public, at most 2,048 characters, no credentials */
@@ -3590,6 +1377,8 @@ export interface components {
              * @default 1440
              */
             overlap_minutes?: number;
+            /** @description the event types to send (webhook.test is always sent). Absent: a new webhook gets the specification's six types, an existing one keeps its list. Types beyond the six (participant.left) are sent only when listed here */
+            enabled_events?: ("lesson.started" | "lesson.ended" | "participant.joined" | "balance.low" | "balance.exhausted" | "webhook.test" | "participant.left")[];
         };
         WebhookState: {
             url: string;
@@ -3605,6 +1394,8 @@ export interface components {
                 /** Format: date-time */
                 previous_secret_expires_at: string;
             } | null;
+            /** @description the event types sent to this webhook (webhook.test always is) */
+            enabled_events: string[];
         };
         Event: {
             id: number;
@@ -3722,6 +1513,46 @@ export interface components {
                 /** @enum {string} */
                 role: "teacher" | "student";
                 name: string;
+                /** @description the partner's reference to the person (psn_…), as returned with the link */
+                person: string;
+                /** @description the link the person came through (for participant.left: the link of the arrival that began the interval) */
+                link_id: string;
+            };
+        };
+        /** @description A person's last connection to the lesson went: one interval of GET /lessons/{id}/attendance. Sent only to a webhook whose enabled_events lists it. */
+        ParticipantLeftEvent: {
+            /** @description grows, never repeated; the same on every retry and redelivery: drop duplicates by it */
+            id: number;
+            /** @constant */
+            type: "participant.left";
+            /**
+             * Format: date-time
+             * @description when the event was recorded; order by it (delivery order is not guaranteed)
+             */
+            created_at: string;
+            data: {
+                lesson_id: string;
+                /** @description the partner's own id of the lesson, null when none was given */
+                external_id: string | null;
+                /** @enum {string} */
+                role: "teacher" | "student";
+                name: string;
+                /** @description the partner's reference to the person (psn_…), as returned with the link */
+                person: string;
+                /** @description the link the person came through (for participant.left: the link of the arrival that began the interval) */
+                link_id: string;
+                /**
+                 * Format: date-time
+                 * @description the start of the interval: the person became present
+                 */
+                joined_at: string;
+                /**
+                 * Format: date-time
+                 * @description the person's last connection to the lesson went, dated as metering dates it (a connection lost without a close: its last sign of life)
+                 */
+                left_at: string;
+                /** @description left_at - joined_at, whole seconds */
+                seconds: number;
             };
         };
         /** @description Less than one hour of balance remains; once per crossing of the line, re-armed by a top-up. */
@@ -3779,7 +1610,7 @@ export interface components {
          * @description every error code the API answers
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "bad_url" | "bad_range" | "no_webhook" | "unauthorized" | "minutes_exhausted" | "plan_board_only" | "not_found" | "no_preview" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "idempotency_key_in_use" | "archived" | "payload_too_large" | "unsupported_media_type" | "validation_error" | "rate_limited" | "internal" | "unavailable";
+        ErrorCode: "bad_request" | "bad_url" | "bad_range" | "no_webhook" | "unauthorized" | "minutes_exhausted" | "plan_board_only" | "not_found" | "no_preview" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "idempotency_key_in_use" | "session_running" | "archived" | "payload_too_large" | "unsupported_media_type" | "validation_error" | "rate_limited" | "internal" | "unavailable";
     };
     responses: never;
     parameters: {
@@ -3808,4 +1639,3271 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    listLessons: {
+        parameters: {
+            query?: {
+                /** @description all lessons with this external_id, archived ones included (the other parameters do not apply) */
+                external_id?: string;
+                /** @description without external_id: page size, 1-100 */
+                limit?: number;
+                /** @description without external_id: the last lesson id of the previous page (the `Link: rel="next"` header carries it) */
+                starting_after?: string;
+                /** @description the same as starting_after (its earlier name) */
+                after?: string;
+                /** @description live: a session runs; ended: its latest session ended; never_started: no session yet; archived: deleted. Default: every lesson not archived */
+                status?: "live" | "ended" | "never_started" | "archived";
+                /** @description created at or after this time */
+                "created[gte]"?: string;
+                /** @description created before this time */
+                "created[lt]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Lessons */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description next page, when there is one */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonListItem"][];
+                };
+            };
+            /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createLesson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LessonCreate"];
+            };
+        };
+        responses: {
+            /** @description The lesson */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lesson"];
+                };
+            };
+            /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `plan_board_only`: mode 'full' on the board-only plan */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "plan_board_only";
+                        };
+                    };
+                };
+            };
+            /** @description `conflict`: `external_id` is already used by another live lesson; `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "conflict" | "idempotency_key_reused" | "idempotency_key_in_use";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: the body is over 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `unsupported_media_type`: a body that is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getLesson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lesson */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description weak tag of the lesson as shown; changes when any field does */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lesson"];
+                };
+            };
+            /** @description Not modified (If-None-Match matched the current ETag) */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    archiveLesson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Archived */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    updateLesson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LessonPatch"];
+            };
+        };
+        responses: {
+            /** @description The lesson */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lesson"];
+                };
+            };
+            /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `plan_board_only`: mode 'full' on the board-only plan */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "plan_board_only";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `session_running`: `mode` was to change while a session of the lesson runs (it changes only between sessions) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "session_running";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: the body is over 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `unsupported_media_type`: a body that is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listLinks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Links */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkInfo"][];
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LinkCreate"];
+            };
+        };
+        responses: {
+            /** @description The participant link */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParticipantLink"];
+                };
+            };
+            /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `minutes_exhausted`: a new link was requested while the balance is at or below zero; people holding links can still enter, and a top-up lifts it at once */
+            402: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "minutes_exhausted";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_key_reused" | "idempotency_key_in_use";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: the body is over 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `unsupported_media_type`: a body that is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    revokeLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                link_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    removeParticipant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+                person: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_key_reused" | "idempotency_key_in_use";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAttendance: {
+        parameters: {
+            query?: {
+                /** @description one session only (its id in GET /calls); an unknown one is 404 not_found */
+                session_id?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Attendance */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attendance"];
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getBalance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Balance */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Balance"];
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getSnapshot: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Board snapshot */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description W/"<format version>-<seq>": changes with every acknowledged operation */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardSnapshot"];
+                };
+            };
+            /** @description Not modified (If-None-Match matched the current ETag) */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getPreview: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description PNG image */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description board seq the picture shows */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": unknown;
+                };
+            };
+            /** @description Not modified (If-None-Match matched) */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters); `no_preview`: nothing has been drawn on the board yet */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found" | "no_preview";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file (image/png, image/jpeg or image/webp) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description "<file_id>" */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": unknown;
+                };
+            };
+            /** @description Not modified (If-None-Match matched) */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM-DD, first Moscow day (inclusive). Alone: from that day through today */
+                from?: string;
+                /** @description YYYY-MM-DD, last Moscow day (inclusive); needs from. Neither: the last 30 days, today included */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage report */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            /** @description `bad_range`: the period is invalid: a malformed or impossible date, from after to, longer than a year, a day given twice */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_range";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getCalls: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM-DD, first Moscow day (inclusive). Alone: from that day through today */
+                from?: string;
+                /** @description YYYY-MM-DD, last Moscow day (inclusive); needs from. Neither: the last 30 days, today included */
+                to?: string;
+                /** @description page size, 1-1000, default 100 */
+                limit?: number;
+                /** @description calls to skip, 0-1000000, default 0 */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Call details report */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallsReport"];
+                };
+            };
+            /** @description `bad_range`: the period is invalid: a malformed or impossible date, from after to, longer than a year, a day given twice */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_range";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookState"];
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    setWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPut"];
+            };
+        };
+        responses: {
+            /** @description The webhook and its new secret */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description `bad_url`: the webhook address is refused (the reason is in `message`); `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_url" | "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: the body is over 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `unsupported_media_type`: a body that is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed (also when none was set) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test event, as it will be delivered, with its delivery state */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description `no_webhook`: no webhook is set; `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "no_webhook" | "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_key_reused" | "idempotency_key_in_use";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description only the attempts of this event */
+                event_id?: number;
+                /** @description the last attempt id of the previous page */
+                after?: number;
+                /** @description page size, 1-1000 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Attempts */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description next page, when there may be one */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryAttempt"][];
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description the last event id already processed; 0 for the oldest */
+                after?: number;
+                /** @description page size, 1-1000 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description next page, when there may be one */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    redeliverEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event with its new delivery state */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description `no_webhook`: no webhook is set; `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "no_webhook" | "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_key_reused" | "idempotency_key_in_use";
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+}

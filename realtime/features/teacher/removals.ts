@@ -1,6 +1,7 @@
 import { PARTICIPANT_REMOVED_CHANNEL } from '../../../src/db/channels.js';
 import type { Sql } from '../../../src/db/index.js';
 import { listenSurely } from '../../../src/db/listen.js';
+import { recordRemoval } from '../../../src/domain/removals.js';
 import type { Deps } from '../../../src/deps.js';
 import { LINK_TTL_MINUTES_MAX, type ResolvedLink } from '../../../src/domain/links.js';
 import { personIdOf } from '../../Gateway.js';
@@ -107,13 +108,7 @@ export class Removals {
 
   /** Records the removal (again: a later removal also refuses links issued in between) and announces it to every node. */
   async remove(lessonId: string, personId: string, by: string, at: Date): Promise<void> {
-    await this.sql`
-      WITH stored AS (
-        INSERT INTO lesson_removals (lesson_id, person_id, removed_at, removed_by)
-        VALUES (${lessonId}, ${personId}, ${at}, ${by})
-        ON CONFLICT (lesson_id, person_id) DO UPDATE SET removed_at = EXCLUDED.removed_at, removed_by = EXCLUDED.removed_by
-        RETURNING lesson_id, person_id)
-      SELECT pg_notify(${PARTICIPANT_REMOVED_CHANNEL}, json_build_object('lesson_id', lesson_id, 'person_id', person_id)::text) FROM stored`;
+    await recordRemoval(this.sql, lessonId, personId, by, at);
     // this node knows before the sockets close, whatever the notification's timing
     this.heard(lessonId, personId);
   }

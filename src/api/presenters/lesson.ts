@@ -36,3 +36,12 @@ export function presentLesson(l: Lesson): z.infer<typeof LessonSchema> {
     archived: l.archived_at !== null,
   };
 }
+
+export const LessonListItemSchema = LessonSchema.extend({
+  session_running: z.boolean().optional().describe('a session runs now (two or more people came and the lesson has not been empty for 5 minutes since); in the list without external_id only'),
+  people_now: z.number().int().nullable().optional().describe('people in the lesson now, on every gateway node; null when presence could not be read; in the list without external_id only'),
+}).meta({ id: 'LessonListItem' });
+
+export function presentLessonListItem(l: Lesson, peopleNow: number | null): z.infer<typeof LessonListItemSchema> {
+  return { ...presentLesson(l), session_running: l.started_at !== null && l.ended_at === null && l.archived_at === null, people_now: peopleNow };
+}

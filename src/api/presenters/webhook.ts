@@ -6,11 +6,12 @@ export const WebhookSchema = z
   .object({
     url: z.string(),
     secret: z.string().describe('whsec_...; returned only in this response'),
+    enabled_events: z.array(z.string()).describe('the event types sent to this webhook (webhook.test always is)'),
   })
   .meta({ id: 'Webhook' });
 
 export function presentWebhook(w: ConfiguredWebhook): z.infer<typeof WebhookSchema> {
-  return { url: w.url, secret: w.secret };
+  return { url: w.url, secret: w.secret, enabled_events: w.enabled_events };
 }
 
 export const WebhookStateSchema = z
@@ -22,6 +23,7 @@ export const WebhookStateSchema = z
       .object({ previous_secret_expires_at: z.iso.datetime() })
       .nullable()
       .describe('during a rotation: deliveries carry two v1 signatures, the new secret\'s and the previous one\'s, until this time; else null'),
+    enabled_events: z.array(z.string()).describe('the event types sent to this webhook (webhook.test always is)'),
   })
   .meta({ id: 'WebhookState' });
 
@@ -31,6 +33,7 @@ export function presentWebhookState(w: WebhookState): z.infer<typeof WebhookStat
     created_at: w.created_at.toISOString(),
     updated_at: w.updated_at.toISOString(),
     rotation: w.previous_secret_expires_at ? { previous_secret_expires_at: w.previous_secret_expires_at.toISOString() } : null,
+    enabled_events: w.enabled_events,
   };
 }
 

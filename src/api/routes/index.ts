@@ -7,9 +7,11 @@ import { linkRoutes } from './links/links.js';
 import { usageRoutes } from './usage/usage.js';
 import { webhookRoutes } from './webhook/webhook.js';
 import { eventRoutes } from './events/events.js';
+import { attendanceRoutes } from './attendance/attendance.js';
+import { participantRoutes } from './participants/participants.js';
 
 /**
  * Every partner route, in one list: the router mounts these and the OpenAPI
  * document is generated from them. A new route group adds one line here.
  */
-export const partnerRoutes: RouteDef[] = [...lessonRoutes, ...linkRoutes, ...balanceRoutes, ...boardRoutes, ...usageRoutes, ...callsRoutes, ...webhookRoutes, ...eventRoutes];
+export const partnerRoutes: RouteDef[] = [...lessonRoutes, ...linkRoutes, ...participantRoutes, ...attendanceRoutes, ...balanceRoutes, ...boardRoutes, ...usageRoutes, ...callsRoutes, ...webhookRoutes, ...eventRoutes];

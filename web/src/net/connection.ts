@@ -49,7 +49,7 @@ export interface ConnectionEvents {
  * a frame is trusted to match its type once its `type` is one of these.
  */
 const SERVER_TYPES: Record<ServerMessage['type'], true> = {
-  welcome: true, presence: true, cursor: true, 'cursor.leave': true, pong: true, error: true, view: true, follow: true, lead: true,
+  welcome: true, presence: true, cursor: true, 'cursor.leave': true, pong: true, error: true, view: true, follow: true, lead: true, 'lesson.updated': true,
   'board.state': true, 'board.ops': true, 'board.ack': true, 'board.reject': true, 'board.stroke': true, 'board.resync': true,
   chat: true, 'call.ice_servers': true, 'rtc.hello': true, 'rtc.offer': true, 'rtc.answer': true, 'rtc.ice': true, 'rtc.bye': true, 'media.state': true, muted: true, unmuted: true,
 };

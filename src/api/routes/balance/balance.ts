@@ -6,6 +6,7 @@ export const balanceRoutes = [
   defineRoute({
     method: 'get',
     path: '/balance',
+    operationId: 'getBalance',
     tag: 'Balance and usage',
     summary: "The partner's balance and plan",
     responses: { 200: { description: 'Balance', schema: BalanceSchema } },

@@ -26,6 +26,7 @@ export const boardRoutes = [
   defineRoute({
     method: 'get',
     path: '/lessons/{id}/snapshot',
+    operationId: 'getSnapshot',
     tag,
     summary: "The board's pages and elements",
     description:
@@ -52,6 +53,7 @@ export const boardRoutes = [
   defineRoute({
     method: 'get',
     path: '/lessons/{id}/preview',
+    operationId: 'getPreview',
     tag,
     summary: 'A PNG thumbnail of the board (the pinned page, else the first)',
     description:
@@ -82,6 +84,7 @@ export const boardRoutes = [
     method: 'get',
     path: '/lessons/{id}/files/{file_id}',
     tag,
+    operationId: 'getFile',
     summary: 'The bytes of a file of the board (an image, a PDF page)',
     description:
       "A file the snapshot lists (`files`; image elements name it by `file_id`): the bytes participants uploaded, as the " +

@@ -7,6 +7,7 @@ export const callsRoutes = [
   defineRoute({
     method: 'get',
     path: '/calls',
+    operationId: 'getCalls',
     tag: 'Balance and usage',
     summary: 'Call details: one item per session, newest first, with totals over the whole period',
     description:

@@ -10,6 +10,7 @@ export const eventRoutes = [
   defineRoute({
     method: 'get',
     path: '/events',
+    operationId: 'listEvents',
     tag,
     summary: "The partner's events in id order, with their delivery state",
     description:
@@ -31,6 +32,7 @@ export const eventRoutes = [
   defineRoute({
     method: 'post',
     path: '/events/{id}/redeliver',
+    operationId: 'redeliverEvent',
     tag,
     summary: 'Deliver an event again, with the same event id',
     description:

@@ -8,6 +8,7 @@ export const usageRoutes = [
   defineRoute({
     method: 'get',
     path: '/usage',
+    operationId: 'getUsage',
     tag: 'Balance and usage',
     summary: 'Metered and charged seconds per lesson per Moscow day',
     description:

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { queryNumber } from '../queryNumber.js';
+import { EVENT_TYPES } from '../../../events/outbox.js';
 
 /** Any string is read as an address; one the rules refuse answers 400 bad_url (not 422). */
 export const WebhookPutSchema = z
@@ -16,6 +17,11 @@ export const WebhookPutSchema = z
       .max(7 * 24 * 60)
       .default(24 * 60)
       .describe('with rotate: how long the previous secret stays valid, 1-10080 minutes (7 days), default 1440 (24 h)'),
+    enabled_events: z
+      .array(z.enum(EVENT_TYPES))
+      .min(1)
+      .optional()
+      .describe("the event types to send (webhook.test is always sent). Absent: a new webhook gets the specification's six types, an existing one keeps its list. Types beyond the six (participant.left) are sent only when listed here"),
   })
   .meta({ id: 'WebhookPut' });
 

@@ -13,6 +13,7 @@ export const webhookRoutes = [
   defineRoute({
     method: 'put',
     path: '/webhook',
+    operationId: 'setWebhook',
     tag,
     summary: 'Set the webhook address; returns a new signing secret',
     description:
@@ -26,12 +27,13 @@ export const webhookRoutes = [
     async handler(ctx, { body }) {
       const { deps, auth } = ctx.state;
       const rotate = body.rotate ? { overlapMs: body.overlap_minutes * 60_000 } : undefined;
-      ctx.body = presentWebhook(await setWebhook(deps, auth.partner.id, body.url, { rotate }));
+      ctx.body = presentWebhook(await setWebhook(deps, auth.partner.id, body.url, { rotate, enabledEvents: body.enabled_events }));
     },
   }),
   defineRoute({
     method: 'get',
     path: '/webhook',
+    operationId: 'getWebhook',
     tag,
     summary: 'The configured webhook: its address and rotation state (never the secret)',
     description: 'The secret is shown only once, in the response of PUT /webhook. 404 not_found when no webhook is set.',
@@ -47,6 +49,7 @@ export const webhookRoutes = [
   defineRoute({
     method: 'delete',
     path: '/webhook',
+    operationId: 'deleteWebhook',
     tag,
     summary: 'Remove the webhook; pending deliveries are cancelled',
     responses: { 204: { description: 'Removed (also when none was set)' } },
@@ -60,6 +63,7 @@ export const webhookRoutes = [
   defineRoute({
     method: 'post',
     path: '/webhook/test',
+    operationId: 'testWebhook',
     tag,
     summary: 'Send a webhook.test event to the configured address',
     description: 'Records a `webhook.test` event and answers at once with it; the dispatcher delivers it like any other event.',
@@ -74,6 +78,7 @@ export const webhookRoutes = [
   defineRoute({
     method: 'get',
     path: '/webhook/deliveries',
+    operationId: 'listWebhookDeliveries',
     tag,
     summary: 'The delivery log: every attempt, oldest first',
     description: 'Cursor-paginated by attempt id: pass the last `id` as `after`; the next page is also in the `Link: <...>; rel="next"` header.',
