@@ -28,9 +28,15 @@ import { topUp } from '../../src/domain/ledger.js';
 import { builtWeb, launchChromium } from '../../test/board/web.js';
 import { benchDatabase } from './env.js';
 import { spawnGateway } from './fanout.js';
+import { environment } from '../lib/cli.js';
 
-const SECONDS = Number(process.env.SECONDS ?? 10);
-const MOVE_MS = Number(process.env.MOVE_MS ?? 40);
+const env = environment('npm run bench:pointers: pointer latency screen to screen with 20 people on two gateway nodes, and a page\'s CPU while ten others move', {
+  SECONDS: { default: '10', help: 'how long the pointers move for each figure' },
+  MOVE_MS: { default: '40', help: 'the lean clients\' and the teacher\'s time between two pointer moves' },
+  WEB_DIR: { help: "a built page (default: built from this tree's sources, as the tests do)" },
+});
+const SECONDS = Number(env.SECONDS);
+const MOVE_MS = Number(env.MOVE_MS);
 const OTHERS = 18;
 const MOVERS_FOR_CPU = 10;
 
@@ -82,7 +88,7 @@ async function main(): Promise<void> {
   const load = loadavg().map((l) => l.toFixed(2)).join(' ');
   const db = await benchDatabase('bench_pointers');
   const { config, deps } = db;
-  const web = process.env.WEB_DIR ?? builtWeb();
+  const web = env.WEB_DIR ?? builtWeb();
   const env = { DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '60000' };
   const [a, b] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
   const browser = await launchChromium();

@@ -25,8 +25,12 @@ import { createPartner } from '../../src/domain/partners.js';
 import { phonePhoto } from '../../test/board/photo.js';
 import { benchDatabase } from '../board/env.js';
 import { spawnGateway } from '../board/fanout.js';
+import { environment } from '../lib/cli.js';
 
-const ROUNDS = Number(process.env.ROUNDS ?? 20);
+const env = environment('npm run bench:files: the board\'s files at a gateway process: a photo\'s upload and first fetch, 20 people fetching 30 images, RSS while 10 upload at once', {
+  ROUNDS: { default: '20', help: 'photos uploaded and fetched for the first figure' },
+});
+const ROUNDS = Number(env.ROUNDS);
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];

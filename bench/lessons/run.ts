@@ -12,7 +12,6 @@
  *    so the first tenth is the baseline of the last.
  * Prints the figures as JSON lines.
  */
-import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { loadConfig } from '../../src/config.js';
 import { createDeps } from '../../src/deps.js';
@@ -24,8 +23,12 @@ import { hashUserId } from '../../src/domain/links.js';
 import { publicPersonId } from '../../src/domain/people.js';
 import { startApi } from '../../src/server.js';
 import { median } from '../lib/service.js';
+import { commandLine } from '../lib/cli.js';
 
-const { values } = parseArgs({ options: { lessons: { type: 'string', default: '100000' }, requests: { type: 'string', default: '200' } } });
+const { values } = commandLine('npm run bench:lessons: GET /lessons/{id}/attendance of 30 people over 20 sessions, and GET /lessons page by page', {
+  lessons: { type: 'string', default: '100000', help: 'lessons of the partner whose list is read page by page' },
+  requests: { type: 'string', default: '200', help: 'attendance requests timed' },
+});
 const LESSONS = Number(values.lessons);
 const REQUESTS = Number(values.requests);
 

@@ -40,6 +40,9 @@ const HELP: Record<string, string> = {
   'bench:board': 'PARTS',
   'bench:board:stroke': 'POINTS',
   'bench:board:reload': 'RELOADS',
+  'bench:files': 'ROUNDS',
+  'bench:pointers': 'MOVE_MS',
+  'bench:lessons': '--requests',
   'soak:board': '--seed',
   chaos: '--only',
 };
