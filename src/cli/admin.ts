@@ -83,7 +83,9 @@ export async function runAdmin(sql: Sql, argv: string[], now = new Date(), stdin
 }
 
 const isMain = process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!);
-if (isMain) {
+if (isMain && process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
+  process.stdout.write(`${USAGE}\n`);
+} else if (isMain) {
   const config = loadConfig();
   let sql: Sql | undefined;
   try {
