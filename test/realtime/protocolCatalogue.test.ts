@@ -58,7 +58,8 @@ describe('protocol catalogue', () => {
 
 describe('frames on the wire', () => {
   it('every frame the gateway sends in a lesson is a catalogue message with exactly the catalogue fields', async () => {
-    const gw = await startTestGateway();
+    // TURN credentials that live 2 s, so their renewal (call.ice_servers) is on the wire within a second
+    const gw = await startTestGateway({ env: { TURN_URLS: 'turn:turn.example.com:3478', TURN_SECRET: 'catalogue-turn-secret', TURN_TTL_SECONDS: '2' } });
     const f = await lessonWithLinks(gw.deps.sql, { mode: 'full' });
     const t = await join(gw.wsUrl(await f.link('t', { role: 'teacher', name: 'Tess' })));
     const s = await join(gw.wsUrl(await f.link('s')));
@@ -99,6 +100,7 @@ describe('frames on the wire', () => {
     await s.waitFor((m) => m.type === 'board.ops', 'board.ops');
     await updateLesson(gw.deps.sql, f.partner, f.lesson.id, { title: 'Renamed', subject_mode: 'physics' }); // as PATCH /lessons/{id}
     await t.waitFor((m) => m.type === 'lesson.updated', 'lesson.updated');
+    await t.waitFor((m) => m.type === 'call.ice_servers', 'call.ice_servers', 5000);
     await tab2.close();
     await t.waitFor((m) => m.type === 'rtc.bye', 'rtc.bye');
     await s.close();
