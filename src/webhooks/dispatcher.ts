@@ -1,3 +1,4 @@
+import { causedByInput, writeSplitting } from '../db/errors.js';
 import postgres from 'postgres';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
@@ -267,14 +268,29 @@ export class Dispatcher {
     const batch = this.results.splice(0, FLUSH_BATCH);
     if (batch.length === 0) return Promise.resolve();
     this.flushing = (async () => {
+      let retry = false;
       try {
-        await recordResults(this.deps.sql, this.number, batch);
-        for (const r of batch) this.held.delete(r.event_id);
-      } catch (err) {
-        // Keep them; the claims stay ours meanwhile, so nobody sends these again.
-        this.results.unshift(...batch);
-        this.log.error({ err: errText(err), results: batch.length }, 'writing delivery results failed; retrying');
-        await new Promise((r) => setTimeout(r, 1000));
+        // one partner's result that Postgres refuses for good (bad data) is left out alone, logged with
+        // its event; the other results are written
+        await writeSplitting(
+          batch,
+          async (group) => {
+            await recordResults(this.deps.sql, this.number, group);
+            for (const r of group) this.held.delete(r.event_id);
+          },
+          (group, err) => {
+            if (!causedByInput(err)) {
+              // Keep them; the claims stay ours meanwhile, so nobody sends these again.
+              this.results.unshift(...group);
+              retry = true;
+              this.log.error({ err: errText(err), results: group.length }, 'writing delivery results failed; retrying');
+              return;
+            }
+            // kept claimed (held) and not retried: taken back, it would be sent again and fail again, for ever
+            this.log.error({ err: errText(err), event_id: group[0].event_id }, 'writing a delivery result failed for good; the delivery stays claimed by this dispatcher');
+          },
+        );
+        if (retry) await new Promise((r) => setTimeout(r, 1000));
       } finally {
         this.flushing = null;
       }
