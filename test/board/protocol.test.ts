@@ -33,7 +33,7 @@ describe('protocol catalogue schemas (docs/protocol.md)', () => {
       [
         'welcome', 'presence', 'cursor', 'cursor.leave', 'pong', 'error', 'view', 'follow', 'lead',
         'board.ack', 'board.ops', 'board.reject', 'board.resync', 'board.state', 'board.stroke',
-        'chat', 'media.state', 'muted', 'unmuted', 'call.ice_servers', 'rtc.hello', 'rtc.answer', 'rtc.ice', 'rtc.offer', 'rtc.bye',
+        'chat', 'media.state', 'muted', 'unmuted', 'call.ice_servers', 'rtc.hello', 'rtc.answer', 'rtc.ice', 'rtc.offer', 'rtc.bye', 'lesson.updated',
       ].sort(),
     );
   });
