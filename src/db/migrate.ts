@@ -44,6 +44,9 @@ async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
+/** A migration's file name: `NNN_name.sql`, or `NNNb_name.sql` for a second one of the same number. */
+export const MIGRATION_FILE = /^\d+[a-z]?_.+\.sql$/;
+
 /**
  * Applies every migrations/NNN_name.sql not applied yet, in order, each in its
  * own transaction, so several processes starting at once apply each migration
@@ -70,7 +73,7 @@ async function applyMigrations(url: string, log?: Logger): Promise<string[]> {
   try {
     const dir = migrationsDir();
     // `014b_x.sql` runs after `014_y.sql` ("_" sorts before letters): a second migration of one number
-    const files = (await readdir(dir)).filter((f) => /^\d+[a-z]?_.+\.sql$/.test(f)).sort();
+    const files = (await readdir(dir)).filter((f) => MIGRATION_FILE.test(f)).sort();
     for (const file of files) {
       const text = await readFile(path.join(dir, file), 'utf8');
       const ran = await sql.begin(async (tx) => {

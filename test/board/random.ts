@@ -39,7 +39,7 @@ async function waitOpen(page: Page) {
 }
 
 async function tabs(page: Page): Promise<number> {
-  return page.locator('[data-testid^=page-tab-]').count();
+  return page.locator('[data-testid^=page-tab-]:not([data-testid^=page-tab-wrap])').count();
 }
 
 /** One action of one person; returns what it did, for the log. */

@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import postgres from 'postgres';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { migrate, migrationsDir } from '../../src/db/migrate.js';
+import { MIGRATION_FILE, migrate, migrationsDir } from '../../src/db/migrate.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import { freePort } from '../helpers/net.js';
 import { spawnService } from '../helpers/process.js';
@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 async function appliedOnce(url: string): Promise<void> {
-  const files = (await readdir(migrationsDir())).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
+  const files = (await readdir(migrationsDir())).filter((f) => MIGRATION_FILE.test(f)).sort();
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   const rows = await sql<{ name: string }[]>`SELECT name FROM schema_migrations ORDER BY name`;
   await sql.end();
@@ -41,7 +41,7 @@ describe('concurrent start on a new database', () => {
     const results = await Promise.allSettled(Array.from({ length: 8 }, () => migrate(url)));
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
     const applied = results.map((r) => (r as PromiseFulfilledResult<string[]>).value);
-    const files = (await readdir(migrationsDir())).filter((f) => /^\d+_.+\.sql$/.test(f));
+    const files = (await readdir(migrationsDir())).filter((f) => MIGRATION_FILE.test(f));
     expect(applied.flat().sort()).toEqual(files.sort()); // each file by exactly one caller
     await appliedOnce(url);
   });

@@ -62,7 +62,7 @@ describe('partner controls across two gateway processes', () => {
     for (const n of [n1, n2]) {
       const page = await embed(n, student.token);
       expect(page.status).toBe(403); // the page's "removed" card (realtime/features/page: a 403 refusal with code removed)
-      expect(await page.text()).toContain('revoked');
+      expect(await page.text()).toContain('You were removed from the lesson');
     }
     const listed = (await api.request('GET', `/lessons/${l.id}/links`, { key: l.key })).body;
     expect(listed.find((x: any) => x.id === student.id).revoked_at).toEqual(expect.any(String));
