@@ -199,9 +199,11 @@ export class World {
     return body.billed_seconds as number;
   }
 
-  /** Events recorded for our partners (the outbox) and what the receiver got. */
+  /** Events recorded for our partners (the outbox) of the types their webhooks receive, and what the receiver got. */
   async events(): Promise<{ expected: number; delivered: number; missing: number; duplicates: number; maxPerEvent: number }> {
-    const rows = await this.sql<{ id: number }[]>`SELECT id FROM events WHERE partner_id IN ${this.sql(this.partnerIds)}`;
+    const rows = await this.sql<{ id: number }[]>`
+      SELECT e.id FROM events e JOIN webhooks w ON w.partner_id = e.partner_id
+      WHERE e.partner_id IN ${this.sql(this.partnerIds)} AND (e.type = 'webhook.test' OR e.type = ANY(w.enabled_events))`;
     const got = this.receiver.perEvent;
     const delivered = rows.filter((r) => got.has(r.id)).length;
     let duplicates = 0;

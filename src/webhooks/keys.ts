@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -33,8 +33,15 @@ export function sealingKeys(config: Pick<Config, 'WEBHOOK_SECRET_KEYS' | 'NODE_E
   if (text === undefined) {
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     try {
-      // 'wx': of two processes starting at once, one writes and the other reads what it wrote
-      writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+      // written aside, then linked into place: of two processes starting at once, one links and the
+      // other reads the whole key it linked (never a file still being written)
+      const aside = `${file}.${process.pid}.tmp`;
+      writeFileSync(aside, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+      try {
+        linkSync(aside, file);
+      } finally {
+        unlinkSync(aside);
+      }
       log.warn({ file }, 'WEBHOOK_SECRET_KEYS is not set: generated a sealing key for this machine in SECRET_KEYS_FILE (keep it: what it sealed cannot be read without it; set WEBHOOK_SECRET_KEYS anywhere else)');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`SECRET_KEYS_FILE ${file} cannot be written: ${(err as Error).message}`);
