@@ -72,7 +72,9 @@ export function linksFeature(deps: Deps): GatewayFeature {
         deps.log,
       );
       unlisten = handle.unlisten;
-      await readAgain();
+      // a failed first read costs nothing of the rule: every upgrade and page load reads the link's
+      // revocation from Postgres (admit); this set only closes sockets and spares reads
+      await readAgain().catch((err) => log.warn({ err: (err as Error).message }, 'revoked links not read at start; read again on the next reconnect'));
     },
     async close() {
       await unlisten?.();
