@@ -29,6 +29,7 @@ import { builtWeb, launchChromium } from '../../test/board/web.js';
 import { benchDatabase } from './env.js';
 import { spawnGateway } from './fanout.js';
 import { environment } from '../lib/cli.js';
+import { percentile } from '../lib/service.js';
 
 const env = environment('npm run bench:pointers: pointer latency screen to screen with 20 people on two gateway nodes, and a page\'s CPU while ten others move', {
   SECONDS: { default: '10', help: 'how long the pointers move for each figure' },
@@ -41,10 +42,6 @@ const OTHERS = 18;
 const MOVERS_FOR_CPU = 10;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
 
 /** A lean participant: a socket that moves its pointer on a page at the page's rate while `moving`. */
 class Mover {
@@ -89,8 +86,8 @@ async function main(): Promise<void> {
   const db = await benchDatabase('bench_pointers');
   const { config, deps } = db;
   const web = env.WEB_DIR ?? builtWeb();
-  const env = { DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '60000' };
-  const [a, b] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
+  const gatewayEnv = { DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '60000' };
+  const [a, b] = await Promise.all([spawnGateway(gatewayEnv), spawnGateway(gatewayEnv)]);
   const browser = await launchChromium();
   const movers: Mover[] = [];
   try {
@@ -181,8 +178,8 @@ async function main(): Promise<void> {
     console.log('');
     console.log('| figure | value |');
     console.log('|---|---|');
-    console.log(`| pointer latency screen to screen, p50 | ${f(pct(latencies, 50))} |`);
-    console.log(`| pointer latency screen to screen, p99 | ${f(pct(latencies, 99))} |`);
+    console.log(`| pointer latency screen to screen, p50 | ${f(percentile(latencies, 50))} |`);
+    console.log(`| pointer latency screen to screen, p99 | ${f(percentile(latencies, 99))} |`);
     console.log(`| pointer latency, max | ${f(Math.max(...latencies))} |`);
     console.log(`| moves shown / made | ${latencies.length} / ${moves.length} |`);
     console.log(`| the student page's CPU, nobody moving | ${(idle * 100).toFixed(1)} % of a core |`);

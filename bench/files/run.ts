@@ -26,15 +26,12 @@ import { phonePhoto } from '../../test/board/photo.js';
 import { benchDatabase } from '../board/env.js';
 import { spawnGateway } from '../board/fanout.js';
 import { environment } from '../lib/cli.js';
+import { percentile } from '../lib/service.js';
 
 const env = environment('npm run bench:files: the board\'s files at a gateway process: a photo\'s upload and first fetch, 20 people fetching 30 images, RSS while 10 upload at once', {
   ROUNDS: { default: '20', help: 'photos uploaded and fetched for the first figure' },
 });
 const ROUNDS = Number(env.ROUNDS);
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function main(): Promise<void> {
@@ -97,7 +94,7 @@ async function main(): Promise<void> {
       await fetchFile(l1.id, viewer, up.id);
       total.push(performance.now() - t);
     }
-    console.log(`upload of the scaled photo (${(wire / 1e6).toFixed(2)} MB) and its first fetch by another participant: p50 ${pct(total, 50).toFixed(0)} ms, p99 ${pct(total, 99).toFixed(0)} ms (n=${ROUNDS}); scaling on the client (sharp standing in for the canvas): p50 ${pct(prep, 50).toFixed(0)} ms`);
+    console.log(`upload of the scaled photo (${(wire / 1e6).toFixed(2)} MB) and its first fetch by another participant: p50 ${percentile(total, 50).toFixed(0)} ms, p99 ${percentile(total, 99).toFixed(0)} ms (n=${ROUNDS}); scaling on the client (sharp standing in for the canvas): p50 ${percentile(prep, 50).toFixed(0)} ms`);
 
     // 2. 20 people, 30 images
     const l2 = await lesson();
@@ -119,7 +116,7 @@ async function main(): Promise<void> {
       }),
     );
     const times = perPerson.map((p) => p.ms);
-    console.log(`20 people open a lesson with 30 images (1600 px JPEG): ${(perPerson[0].bytes / 1e6).toFixed(1)} MB each, all 30 files in hand: p50 ${pct(times, 50).toFixed(0)} ms, last ${Math.max(...times).toFixed(0)} ms (fetches tried again: ${retried})`);
+    console.log(`20 people open a lesson with 30 images (1600 px JPEG): ${(perPerson[0].bytes / 1e6).toFixed(1)} MB each, all 30 files in hand: p50 ${percentile(times, 50).toFixed(0)} ms, last ${Math.max(...times).toFixed(0)} ms (fetches tried again: ${retried})`);
 
     // 3. RSS while 10 people upload at once
     const l3 = await lesson();
