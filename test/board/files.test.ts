@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ElementSchema } from '../../src/board/schema.js';
 import { BoardStore } from '../../src/board/store.js';
 import { archiveLesson } from '../../src/domain/lessons.js';
-import { startTestApi } from '../helpers/api.js';
+import { readPreview, startTestApi } from '../helpers/api.js';
 import { join } from '../realtime/helpers/client.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
@@ -310,12 +310,7 @@ describe('the preview', () => {
     const magenta = await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 255, g: 0, b: 255 } } }).png().toBuffer();
     const file = (await upload(f.lesson.id, await f.link('s1'), magenta)).body;
     await new BoardStore(sql).commitBatch(f.lesson.id, [{ op: { type: 'element.add', elements: [image('img', file.id, { width: 300, height: 200 })] }, actor: { role: 'teacher' } }], new Date());
-    let res = await fetch(`${api.base}/api/partner/v1/lessons/${f.lesson.id}/preview`, { headers: { authorization: `Bearer ${f.apiKey}` } });
-    // a loaded machine can pass the renderer's time limit once (503, Retry-After): as a partner, ask again
-    for (let i = 0; i < 5 && res.status === 503; i++) {
-      await new Promise((r) => setTimeout(r, 1000));
-      res = await fetch(`${api.base}/api/partner/v1/lessons/${f.lesson.id}/preview`, { headers: { authorization: `Bearer ${f.apiKey}` } });
-    }
+    const res = await readPreview(api.base, f.lesson.id, f.apiKey);
     expect(res.status).toBe(200);
     const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).removeAlpha().raw().toBuffer({ resolveWithObject: true });
     let n = 0;

@@ -4,7 +4,7 @@ import { PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import type { Page } from 'playwright-core';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { startTestApi } from '../helpers/api.js';
+import { readPreview, startTestApi } from '../helpers/api.js';
 import { suiteOrFull } from '../helpers/length.js';
 import { goToPage, showsExactly } from './actions.js';
 import { PHONE, startPageStack } from './browser.js';
@@ -120,12 +120,7 @@ describe('images on the board', () => {
       expect(snap.files.map((f: { id: string }) => f.id)).toContain(img.file_id);
     }
     // the partner's preview draws them (its first page)
-    // (a loaded machine can pass the renderer's time limit: 503 with Retry-After, as a partner would see it)
-    let preview = await fetch(`${api.base}/api/partner/v1/lessons/${l.lessonId}/preview`, { headers: { authorization: `Bearer ${stack.partner().apiKey}` } });
-    for (let i = 0; i < 10 && preview.status === 503; i++) {
-      await new Promise((r) => setTimeout(r, 2000));
-      preview = await fetch(`${api.base}/api/partner/v1/lessons/${l.lessonId}/preview`, { headers: { authorization: `Bearer ${stack.partner().apiKey}` } });
-    }
+    const preview = await readPreview(api.base, l.lessonId, stack.partner().apiKey);
     expect(preview.status).toBe(200);
     const { data, info } = await sharp(Buffer.from(await preview.arrayBuffer())).removeAlpha().raw().toBuffer({ resolveWithObject: true });
     let magenta = 0;

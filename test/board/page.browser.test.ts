@@ -4,7 +4,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLesson } from '../../src/domain/lessons.js';
 import { issueLink } from '../../src/domain/links.js';
-import { startTestApi } from '../helpers/api.js';
+import { readPreview, startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { drawRect, ink, showsExactly } from './actions.js';
@@ -114,7 +114,7 @@ describe('the participant page in Chromium, served by the gateway', () => {
     const snap = await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey });
     expect(snap.body.elements.map((e: { type: string }) => e.type).sort()).toEqual(['formula', 'freehand']);
     expect(snap.body.elements.find((e: { type: string }) => e.type === 'formula').latex).toBe('x_{1,2} = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}');
-    const preview = await fetch(`${api.base}/api/partner/v1/lessons/${lesson.id}/preview`, { headers: { authorization: `Bearer ${p.apiKey}` } });
+    const preview = await readPreview(api.base, lesson.id, p.apiKey);
     expect(preview.status).toBe(200);
     expect(preview.headers.get('content-type')).toBe('image/png');
     const png = Buffer.from(await preview.arrayBuffer());

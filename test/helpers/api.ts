@@ -51,3 +51,18 @@ export async function startTestApi(opts: { env?: Record<string, string>; clock?:
 
   return { deps, base, port: api.port, request };
 }
+
+/**
+ * GET /lessons/{id}/preview as a partner reads it: a loaded machine can pass the
+ * renderer's time limit (503 with Retry-After), and the partner asks again.
+ */
+export async function readPreview(base: string, lessonId: string, apiKey: string, tries = 10): Promise<Response> {
+  const get = () => fetch(`${base}${PREFIX}/lessons/${lessonId}/preview`, { headers: { authorization: `Bearer ${apiKey}` } });
+  let res = await get();
+  for (let i = 0; i < tries && res.status === 503; i++) {
+    await res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 1500));
+    res = await get();
+  }
+  return res;
+}
