@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
@@ -21,22 +21,57 @@ function files(p: string): string[] {
  * The participant page built from the current sources, for tests: built once
  * per content of its inputs into a folder of the system's temp dir (named by
  * their hash, so test files and runs share it), never into dist/web, which a
- * developer's gateway may be serving. Takes ~20 s when the sources changed.
+ * developer's gateway may be serving. Takes ~20 s when the sources changed; the
+ * test files that start at the same moment wait for one build (a lock folder)
+ * instead of each building it on the same two cores.
  */
 export function builtWeb(): string {
   const hash = createHash('sha256');
   for (const f of INPUTS.flatMap(files)) hash.update(f).update(readFileSync(path.join(ROOT, f)));
   const dir = path.join(os.tmpdir(), `lesson-web-${hash.digest('hex').slice(0, 16)}`);
-  if (existsSync(path.join(dir, 'manifest.json'))) return dir;
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'lesson-web-build-'));
-  execFileSync('npx', ['tsx', 'web/build.ts'], { cwd: ROOT, env: { ...process.env, WEB_OUT: tmp }, stdio: 'pipe' });
+  const manifest = path.join(dir, 'manifest.json');
+  if (existsSync(manifest)) return dir;
+  const lock = `${dir}.lock`;
+  if (!takeLock(lock)) {
+    // another test file builds it: wait for its result (a builder that died leaves a stale lock, taken over)
+    while (!existsSync(manifest) && existsSync(lock) && !stale(lock)) sleepSync(250);
+    if (existsSync(manifest)) return dir;
+    rmSync(lock, { recursive: true, force: true });
+    return builtWeb();
+  }
   try {
-    renameSync(tmp, dir);
-  } catch {
-    rmSync(tmp, { recursive: true, force: true }); // another test file built it meanwhile
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'lesson-web-build-'));
+    execFileSync('npx', ['tsx', 'web/build.ts'], { cwd: ROOT, env: { ...process.env, WEB_OUT: tmp }, stdio: 'pipe' });
+    try {
+      renameSync(tmp, dir);
+    } catch {
+      rmSync(tmp, { recursive: true, force: true }); // built meanwhile by a builder that took over a lock it thought stale
+    }
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
   }
   return dir;
 }
+
+function takeLock(lock: string): boolean {
+  try {
+    mkdirSync(lock);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** a build takes well under a minute even on a loaded machine; a lock this old was left by a killed builder */
+const stale = (lock: string) => {
+  try {
+    return Date.now() - statSync(lock).mtimeMs > 180_000;
+  } catch {
+    return false;
+  }
+};
+
+const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 /** Debian's Chromium (never a downloaded browser: .ci/run installs the package). */
 export const CHROMIUM = '/usr/bin/chromium';
