@@ -1,4 +1,3 @@
-import { publicPersonId } from '../src/domain/people.js';
 import { performance } from 'node:perf_hooks';
 import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
@@ -10,12 +9,13 @@ import type { GatewayMetrics } from '../src/metrics/gateway.js';
 import type { MeterSeed } from '../src/metering/meters.js';
 import { randomBase62 } from '../src/lib/crypto.js';
 import { Admission } from './admission/Admission.js';
+import { personIdOf } from './admission/personId.js';
 import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
 import { listenForArchives } from './ArchiveListener.js';
 import { listenForLessonUpdates, type LessonUpdate } from './LessonUpdateListener.js';
 import { LessonBus, type Envelope } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
-import type { FeatureContext, GatewayApi, GatewayFeature } from './features/api.js';
+import type { FeatureContext, GatewayApi, GatewayFeature, MessageContext } from './features/api.js';
 import { frameEnvelope, Lesson, type CountOut, type Fanout, type LocalPerson, type PersonLimits } from './lesson/Lesson.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
@@ -97,7 +97,7 @@ interface PendingLeave {
  */
 export class Gateway implements GatewayApi, MaintainedGateway {
   readonly nodeId: string;
-  readonly registry = new MessageRegistry();
+  readonly registry = new MessageRegistry<MessageContext>();
   readonly presence: Presence;
   readonly meter: Meter;
   readonly admission: Admission;
@@ -851,13 +851,3 @@ const PRESENCE_LOG_STOP_WAIT_MS = 2000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-export { publicPersonId };
-
-const personIds = new WeakMap<ResolvedLink, string>();
-
-/** publicPersonId of a link's person, hashed once per link object (Admission caches one per token; the upgrade's checks and the connection share it). */
-export function personIdOf(link: ResolvedLink): string {
-  let id = personIds.get(link);
-  if (id === undefined) personIds.set(link, (id = publicPersonId(link.lesson_id, link.user_hash)));
-  return id;
-}

@@ -13,7 +13,7 @@ import { gatewayTiming } from './timing.js';
 
 export type { GatewayOptions } from './Gateway.js';
 export type { GatewayFeature, GatewayApi, FeatureContext, HttpRoute, HttpReply } from './features/api.js';
-export { defineMessage } from './protocol/registry.js';
+export { defineMessage } from './features/api.js';
 export { CloseCode } from './protocol/closeCodes.js';
 
 export interface RunningGateway {

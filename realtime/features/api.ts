@@ -7,6 +7,7 @@ import type { ClientConnection } from '../ClientConnection.js';
 import type { Lesson, LocalPerson } from '../lesson/Lesson.js';
 import type { CloseCodeName } from '../protocol/closeCodes.js';
 import type { Presence } from '../presence/Presence.js';
+import type { z } from 'zod';
 import type { MessageDef } from '../protocol/registry.js';
 
 /** What message handlers and features may do with the gateway. */
@@ -42,6 +43,21 @@ export interface GatewayApi {
   readonly metrics: GatewayMetrics;
 }
 
+/** What a message handler gets: the sender (present in its lesson) and the gateway's public face. */
+export interface MessageContext {
+  conn: ClientConnection;
+  gateway: GatewayApi;
+  /** ms of the injected clock when the frame arrived */
+  now: number;
+}
+
+/** An inbound message type of the gateway: its schema and handler (protocol/registry.ts). */
+export type GatewayMessage<S extends z.ZodType = z.ZodType> = MessageDef<S, MessageContext>;
+
+export function defineMessage<S extends z.ZodType>(def: GatewayMessage<S>): GatewayMessage<S> {
+  return def;
+}
+
 export interface FeatureContext {
   conn: ClientConnection;
   link: ResolvedLink;
@@ -69,7 +85,7 @@ export interface HttpReply {
  */
 export interface GatewayFeature {
   name: string;
-  messages?: MessageDef<any>[];
+  messages?: GatewayMessage<any>[];
   /** The gateway the feature serves, once, when the gateway is built. */
   attach?(gateway: GatewayApi): void;
   /**

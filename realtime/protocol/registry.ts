@@ -1,15 +1,5 @@
 import { z } from 'zod';
-import type { ClientConnection } from '../ClientConnection.js';
-import type { GatewayApi } from '../features/api.js';
 import type { ErrorCode } from './errors.js';
-
-/** What a message handler gets: the sender (present in its lesson) and the gateway's public face. */
-export interface MessageContext {
-  conn: ClientConnection;
-  gateway: GatewayApi;
-  /** ms of the injected clock when the frame arrived */
-  now: number;
-}
 
 /**
  * One inbound message type: its handler and the zod schema it validates with,
@@ -17,40 +7,37 @@ export interface MessageContext {
  * that every registered schema matches it). What the message means is written
  * once, in protocol/describe.ts, not here.
  */
-export interface MessageDef<S extends z.ZodType = z.ZodType> {
+export interface MessageDef<S extends z.ZodType = z.ZodType, C = any> {
   type: string;
   schema: S;
   /** @deprecated the catalogue's text in protocol/describe.ts is what docs/protocol.md shows */
   description?: string;
-  handle(ctx: MessageContext, msg: z.infer<S>): void | Promise<void>;
+  /** `ctx`: what the gateway gives a handler (MessageContext, realtime/features/api.ts) */
+  handle(ctx: C, msg: z.infer<S>): void | Promise<void>;
 }
 
-export function defineMessage<S extends z.ZodType>(def: MessageDef<S>): MessageDef<S> {
-  return def;
-}
-
-export type ParseOutcome =
-  | { ok: true; def: MessageDef; msg: unknown }
+export type ParseOutcome<C> =
+  | { ok: true; def: MessageDef<z.ZodType, C>; msg: unknown }
   | { ok: false; code: Extract<ErrorCode, 'bad_json' | 'bad_message' | 'unknown_type' | 'invalid_message'>; message: string; ref?: string };
 
 /** The inbound message types, by `type`. */
-export class MessageRegistry {
-  private readonly defs = new Map<string, MessageDef>();
+export class MessageRegistry<C> {
+  private readonly defs = new Map<string, MessageDef<z.ZodType, C>>();
 
-  register(...defs: MessageDef<any>[]): this {
+  register(...defs: MessageDef<any, C>[]): this {
     for (const def of defs) {
       if (this.defs.has(def.type)) throw new Error(`message type ${def.type} registered twice`);
-      this.defs.set(def.type, def as MessageDef);
+      this.defs.set(def.type, def as MessageDef<z.ZodType, C>);
     }
     return this;
   }
 
-  all(): MessageDef[] {
+  all(): MessageDef<z.ZodType, C>[] {
     return [...this.defs.values()];
   }
 
   /** Parses a text frame into a registered, valid message, or says precisely what is wrong. */
-  parse(text: string): ParseOutcome {
+  parse(text: string): ParseOutcome<C> {
     let data: unknown;
     try {
       data = JSON.parse(text);

@@ -1,5 +1,6 @@
 import type { Config } from '../../src/config.js';
-import type { ClientConnection } from '../ClientConnection.js';
+import type { ResolvedLink } from '../../src/domain/links.js';
+import type { PublicPerson } from '../presence/Presence.js';
 
 /**
  * The first frame a participant gets (schema: WelcomeMessage in
@@ -8,7 +9,7 @@ import type { ClientConnection } from '../ClientConnection.js';
  * stores them (one PublicPerson each, written by JSON.stringify): spliced in
  * as they are, not parsed and serialised again on every arrival.
  */
-export function welcomeFrame(conn: ClientConnection, people: string[], seq: number, extras: Record<string, unknown>, c: Config): string {
+export function welcomeFrame(conn: { link: ResolvedLink; person: PublicPerson }, people: string[], seq: number, extras: Record<string, unknown>, c: Config): string {
   const l = conn.link;
   const body = JSON.stringify({
     ...extras,

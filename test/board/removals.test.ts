@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { resolveLinkToken, type ResolvedLink } from '../../src/domain/links.js';
 import { Removals } from '../../realtime/features/teacher/removals.js';
-import { publicPersonId } from '../../realtime/Gateway.js';
+import { publicPersonId } from '../../src/domain/people.js';
 import { fileDeps } from '../helpers/deps.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';

@@ -2,11 +2,10 @@ import { BoardOpError } from '../../../src/board/errors.js';
 import { ClientMessages } from '../../protocol/clientMessages.js';
 import { OPTIONAL_ELEMENT_FIELDS, type SequencedOp } from '../../../src/board/schema.js';
 import type { Deps } from '../../../src/deps.js';
-import type { GatewayFeature } from '../api.js';
+import { defineMessage, type GatewayFeature } from '../api.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 import { lessonKey } from '../../lesson/Lesson.js';
 import { TokenBucket } from '../../lib/TokenBucket.js';
-import { defineMessage } from '../../protocol/registry.js';
 import { BoardFanout, originOf } from './fanout.js';
 import type { BoardService } from './service.js';
 

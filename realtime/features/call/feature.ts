@@ -1,9 +1,8 @@
 import { ClientMessages } from '../../protocol/clientMessages.js';
 import type { Deps } from '../../../src/deps.js';
 import type { ClientConnection } from '../../ClientConnection.js';
-import type { GatewayFeature } from '../api.js';
+import { defineMessage, type GatewayFeature } from '../api.js';
 import { KeyedQueue } from '../../lib/KeyedQueue.js';
-import { defineMessage } from '../../protocol/registry.js';
 import { errorFrame } from '../../protocol/errors.js';
 import { callId } from './connections.js';
 import { mediaStateFrame, type MediaStates } from './media.js';

@@ -1,8 +1,7 @@
 import { ClientMessages } from '../../protocol/clientMessages.js';
 import type { Deps } from '../../../src/deps.js';
 import { randomBase62 } from '../../../src/lib/crypto.js';
-import type { GatewayFeature } from '../api.js';
-import { defineMessage } from '../../protocol/registry.js';
+import { defineMessage, type GatewayFeature } from '../api.js';
 
 /** Lines a page gets in `welcome` (a late joiner or a reconnect sees the conversation so far). */
 export const CHAT_HISTORY = 50;

@@ -6,7 +6,7 @@ import { FILE_ID, PgFileStore, type FileInfo, type FileStore } from '../../../sr
 import { RateLimiter } from '../../../src/lib/rateLimiter.js';
 import type { LinkCheck } from '../../admission/Admission.js';
 import type { HttpReply } from '../api.js';
-import { personIdOf } from '../../Gateway.js';
+import { personIdOf } from '../../admission/personId.js';
 import { PAGE_CSP } from '../page/feature.js';
 
 /** The link token travels in this header (never in a URL, which proxies and browsers log). */

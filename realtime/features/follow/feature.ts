@@ -3,8 +3,7 @@ import type { Deps } from '../../../src/deps.js';
 import type { LocalPerson } from '../../lesson/Lesson.js';
 import { TokenBucket } from '../../lib/TokenBucket.js';
 import { errorFrame } from '../../protocol/errors.js';
-import { defineMessage, type MessageContext } from '../../protocol/registry.js';
-import type { GatewayFeature } from '../api.js';
+import { defineMessage, type GatewayFeature, type MessageContext } from '../api.js';
 
 /**
  * A view a follower fits into their window: the page sends it at most 10 a second (a pan is a stream of

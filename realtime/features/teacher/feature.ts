@@ -1,14 +1,13 @@
 import { ClientMessages } from '../../protocol/clientMessages.js';
 import type { Deps } from '../../../src/deps.js';
 import type { ClientConnection } from '../../ClientConnection.js';
-import type { GatewayApi, GatewayFeature } from '../api.js';
+import { defineMessage, type GatewayApi, type GatewayFeature } from '../api.js';
 import type { Refusal } from '../../admission/Admission.js';
-import { defineMessage } from '../../protocol/registry.js';
 import { callAllowed, PERSON_ID } from '../call/feature.js';
 import { mediaStateFrame, type MediaStates } from '../call/media.js';
 import { errorFrame } from '../../protocol/errors.js';
 import type { Removals } from './removals.js';
-import { personIdOf } from '../../Gateway.js';
+import { personIdOf } from '../../admission/personId.js';
 
 export const removedRefusal: Refusal = { ok: false, status: 403, code: 'removed', message: 'You were removed from this lesson' };
 

@@ -4,7 +4,7 @@ import { listenSurely } from '../../../src/db/listen.js';
 import { recordRemoval } from '../../../src/domain/removals.js';
 import type { Deps } from '../../../src/deps.js';
 import { LINK_TTL_MINUTES_MAX, type ResolvedLink } from '../../../src/domain/links.js';
-import { personIdOf } from '../../Gateway.js';
+import { personIdOf } from '../../admission/personId.js';
 
 /** A removal refuses links issued at or before it, and none lives longer than this: older removals refuse nothing. */
 const RELEVANT_MS = LINK_TTL_MINUTES_MAX * 60_000;

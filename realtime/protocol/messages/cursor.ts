@@ -1,5 +1,5 @@
 import { ClientMessages } from '../clientMessages.js';
-import { defineMessage, type MessageContext } from '../registry.js';
+import { defineMessage, type MessageContext } from '../../features/api.js';
 
 /** One budget per person on this node, whichever socket the frame came on: ten tabs move one pointer. */
 const withinBudget = ({ conn, gateway, now }: MessageContext): boolean => gateway.localPerson(conn.lessonId, conn.person.id)?.cursor.take(now) ?? true;

@@ -1,5 +1,5 @@
 import { ClientMessages } from '../clientMessages.js';
-import { defineMessage } from '../registry.js';
+import { defineMessage } from '../../features/api.js';
 
 /** Application-level ping (browsers cannot send WebSocket pings): answered with {type:"pong", id, t}. */
 export const ping = defineMessage({

@@ -1,4 +1,5 @@
 import { FONT_FAMILY } from '@excalidraw/excalidraw';
+import { BOARD_LIMITS } from '../../../src/board/limits.js';
 import { edgesOf, type Binding, type BoardElement } from '../../../src/board/schema.js';
 
 /**
@@ -176,7 +177,7 @@ export function fromExcalidraw(ex: ExEl, pageId: string): BoardElement | null {
       return { ...base, ...size, type: 'diamond', ...edgesField(ex) };
     case 'line':
     case 'arrow': {
-      const pts = (ex.points ?? []).slice(0, 500).map((p) => [clampNum(p[0]), clampNum(p[1])] as [number, number]);
+      const pts = (ex.points ?? []).slice(0, BOARD_LIMITS.linePoints).map((p) => [clampNum(p[0]), clampNum(p[1])] as [number, number]);
       if (pts.length < 2) pts.push([0, 0], [1, 1]);
       if (data?.kind === 'vector' && ex.type === 'arrow') {
         const last = pts[pts.length - 1];

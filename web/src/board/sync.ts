@@ -1,5 +1,6 @@
 import { isNewer, LiveBoard, reduce, withoutSkipped } from '../../../src/board/reducer.js';
 import { DEFAULT_PAGES, forNode, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
+import { STROKE_DELTA_MAX_POINTS } from '../../../realtime/protocol/limits.js';
 import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import type { Role } from '../../../src/domain/enums.js';
 import { boundIndex, fromExcalidraw, isSyncable, sameBound, toExcalidraw, type ExEl } from './convert.js';
@@ -433,8 +434,8 @@ export class BoardSync {
     const since = now - st.lastDelta;
     if (waiting > 0 && since >= STROKE_DELTA_MS && (waiting >= STROKE_DELTA_POINTS || since >= STROKE_DELTA_MAX_MS || st.sent === 0)) {
       const { points, ...head } = c.el;
-      for (let from = st.sent; from < points.length; from += 500) {
-        this.host.send({ type: 'board.stroke', id, from, points: points.slice(from, from + 500), ...(from === 0 ? { head } : {}) });
+      for (let from = st.sent; from < points.length; from += STROKE_DELTA_MAX_POINTS) {
+        this.host.send({ type: 'board.stroke', id, from, points: points.slice(from, from + STROKE_DELTA_MAX_POINTS), ...(from === 0 ? { head } : {}) });
       }
       st.sent = points.length;
       st.lastDelta = now;
