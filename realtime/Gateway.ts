@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
 import { warmPool } from '../src/db/index.js';
 import { lessonArchivedAt } from '../src/domain/lessons.js';
@@ -7,24 +6,24 @@ import type { ResolvedLink } from '../src/domain/links.js';
 import type { Logger } from '../src/logger.js';
 import type { GatewayMetrics } from '../src/metrics/gateway.js';
 import type { MeterSeed } from '../src/metering/meters.js';
-import { randomBase62 } from '../src/lib/crypto.js';
-import { Admission } from './admission/Admission.js';
+import type { GatewayParts } from './parts.js';
+import type { Admission } from './admission/Admission.js';
+import type { PersonRates } from './admission/PersonRates.js';
 import { personIdOf } from './admission/personId.js';
-import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
 import { listenForArchives } from './ArchiveListener.js';
 import { listenForLessonUpdates, type LessonUpdate } from './LessonUpdateListener.js';
-import { LessonBus, type Envelope } from './bus/LessonBus.js';
+import type { Bus } from './bus/Bus.js';
+import type { Envelope, Outgoing } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature, MessageContext } from './features/api.js';
 import { frameEnvelope, Lesson, type CountOut, type Fanout, type LocalPerson, type PersonLimits } from './lesson/Lesson.js';
 import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { gatewayTiming } from './timing.js';
-import type { Redis } from '../src/redis.js';
-import { PresenceLog } from './metering/PresenceLog.js';
+import type { PresenceLog } from './metering/PresenceLog.js';
 import { withTimeout } from '../src/lib/timeout.js';
-import { JoinAnnouncer, type JoinRetries } from './metering/JoinAnnouncer.js';
-import { Meter, type MeterRetries } from './metering/Meter.js';
+import type { JoinAnnouncer } from './metering/JoinAnnouncer.js';
+import type { Meter } from './metering/Meter.js';
 import { Certainty } from './metering/Certainty.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import type { CloseCodeName } from './protocol/closeCodes.js';
@@ -32,26 +31,6 @@ import { coreMessages } from './protocol/messages/index.js';
 import { MessageRegistry } from './protocol/registry.js';
 import { presenceFrame, presenceSyncFrame } from './protocol/serverMessages.js';
 import { welcomeFrame } from './protocol/welcome.js';
-
-export interface GatewayOptions {
-  features?: GatewayFeature[];
-  /** fixed node id (tests); default host:pid:random */
-  nodeId?: string;
-  /** the gateway's Prometheus families (src/metrics/gateway.ts); omitted (METRICS_PORT off): nothing is recorded */
-  metrics?: GatewayMetrics;
-  /** the waits between Postgres attempts (tests of an outage shorten them); omitted: the production ones */
-  retries?: { meter?: MeterRetries; joins?: JoinRetries };
-}
-
-/** What a Gateway is built from: startGateway (realtime/index.ts) makes them, a unit test passes its own. */
-export interface GatewayParts extends GatewayOptions {
-  /** who is in which lesson across nodes, and the meter (RedisPresence; an in-memory one in tests) */
-  presence: Presence;
-  /** the node's Redis connection for the lesson bus and the per-person rates (the gateway does not close it) */
-  redis: Redis;
-  /** what Postgres knows of a lesson's meter, read alongside a new lesson's bus subscription (optional) */
-  loadSeed?: (lessonId: string) => Promise<MeterSeed | undefined>;
-}
 
 /** What the gateway reports when METRICS_PORT is off: nothing, at no cost. */
 const noMetrics: GatewayMetrics = {
@@ -102,7 +81,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   readonly meter: Meter;
   readonly admission: Admission;
   private readonly personRates: PersonRates;
-  readonly bus: LessonBus;
+  readonly bus: Bus;
   readonly timing: ReturnType<typeof gatewayTiming>;
   readonly log: Logger;
   readonly metrics: GatewayMetrics;
@@ -148,20 +127,21 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     readonly deps: Deps,
     parts: GatewayParts,
   ) {
-    this.nodeId = parts.nodeId ?? `${hostname()}:${process.pid}:${randomBase62(8)}`;
+    this.nodeId = parts.nodeId;
     this.log = deps.log.child({ component: 'gateway', node: this.nodeId });
     this.timing = gatewayTiming(deps.config);
     this.connLimits = { messagesPerSecond: deps.config.GATEWAY_MESSAGES_PER_SECOND, burst: deps.config.GATEWAY_MESSAGE_BURST };
     this.certainty = new Certainty(this.timing.keepaliveCycleMs);
-    this.features = parts.features ?? [];
+    this.features = parts.features;
     this.presence = parts.presence;
     this.loadSeed = parts.loadSeed;
-    this.meter = new Meter(deps, this.presence, Math.floor(this.timing.orphanMs / 3), parts.retries?.meter);
-    this.admission = new Admission(deps);
-    this.personRates = new PersonRates(parts.redis, PERSON_RATES);
-    this.presenceLog = new PresenceLog(deps.sql, this.log);
-    this.announcer = new JoinAnnouncer(deps.sql, this.log, (j) => this.presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()), parts.retries?.joins);
-    this.bus = new LessonBus(parts.redis, deps.config.REDIS_KEY_PREFIX, this.nodeId, (lessonId, e) => this.lessons.get(lessonId)?.receive(e), this.log);
+    this.meter = parts.meter;
+    this.admission = parts.admission;
+    this.personRates = parts.personRates;
+    this.presenceLog = parts.presenceLog;
+    this.announcer = parts.announcer;
+    this.bus = parts.bus;
+    this.bus.receiver = (lessonId, e) => this.lessons.get(lessonId)?.receive(e);
     this.metrics = parts.metrics ?? noMetrics;
     const metrics = this.metrics;
     this.countOut = (type, n) => metrics.messageOut(type, n);
@@ -745,7 +725,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 
   /** To the lesson's other nodes when no socket of it is here (a feature acting on a lesson it does not serve here). */
-  private publishTo(lessonId: string, e: Parameters<LessonBus['publish']>[1]): void {
+  private publishTo(lessonId: string, e: Outgoing): void {
     this.bus.publish(lessonId, e).catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId, kind: e.kind }, 'bus publish failed'));
   }
 

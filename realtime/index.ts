@@ -4,14 +4,15 @@ import uWS from 'uWebSockets.js';
 import type { Deps } from '../src/deps.js';
 import { Batcher } from '../src/lib/Batcher.js';
 import { readMeterSeeds, type MeterSeed } from '../src/metering/meters.js';
-import { Gateway, type GatewayOptions } from './Gateway.js';
+import { Gateway } from './Gateway.js';
+import { gatewayParts, type GatewayOptions } from './parts.js';
 import { defaultFeatures } from './features/index.js';
 import type { Maintenance } from './Maintenance.js';
 import { RedisPresence } from './presence/RedisPresence.js';
 import { createServer, listen } from './server.js';
 import { gatewayTiming } from './timing.js';
 
-export type { GatewayOptions } from './Gateway.js';
+export type { GatewayOptions } from './parts.js';
 export type { GatewayFeature, GatewayApi, FeatureContext, HttpRoute, HttpReply } from './features/api.js';
 export { defineMessage } from './features/api.js';
 export { CloseCode } from './protocol/closeCodes.js';
@@ -66,7 +67,7 @@ export async function startGateway(deps: Deps, port = deps.config.GATEWAY_PORT, 
   });
   // the features' Redis commands at a join (chat history, media states) go out with the core's, one write per turn
   const features = options.features ?? defaultFeatures({ ...deps, redis });
-  const gateway = new Gateway(deps, { ...options, features, presence, redis, loadSeed });
+  const gateway = new Gateway(deps, gatewayParts(deps, { ...options, features, presence, redis, loadSeed }));
   const server = createServer(gateway);
   await gateway.start({ timers: options.timers });
   const socket = await listen(server.app, deps.config.HOST, port);

@@ -1,5 +1,6 @@
 import { duplicateRedis, isCluster, type Redis } from '../../src/redis.js';
 import type { Logger } from '../../src/logger.js';
+import type { Bus } from './Bus.js';
 
 /**
  * Everything one node tells the other nodes about a lesson, in one envelope
@@ -71,7 +72,8 @@ export function decodeEnvelope(message: string): Envelope | undefined {
  * Nothing here is durable: board operations are in Postgres first (a node
  * that misses one resyncs its pages), presence is in Redis.
  */
-export class LessonBus {
+export class LessonBus implements Bus {
+  receiver: (lessonId: string, e: Envelope) => void = () => {};
   private readonly sub: Redis;
   private readonly prefix: string;
   private readonly sharded: boolean;
@@ -85,7 +87,6 @@ export class LessonBus {
     private readonly pub: Redis,
     keyPrefix: string,
     readonly nodeId: string,
-    private readonly receive: (lessonId: string, e: Envelope) => void,
     private readonly log: Logger,
   ) {
     this.prefix = `${keyPrefix}gw:lesson:`;
@@ -156,6 +157,6 @@ export class LessonBus {
     if (!channel.startsWith(this.prefix)) return;
     const e = decodeEnvelope(message);
     if (!e || e.node === this.nodeId) return;
-    this.receive(channel.slice(this.prefix.length + 1, -1), e);
+    this.receiver(channel.slice(this.prefix.length + 1, -1), e);
   }
 }

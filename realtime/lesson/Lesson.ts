@@ -1,5 +1,6 @@
 import type { ClientConnection } from '../ClientConnection.js';
-import type { Envelope, LessonBus, Outgoing } from '../bus/LessonBus.js';
+import type { Bus } from '../bus/Bus.js';
+import type { Envelope, Outgoing } from '../bus/LessonBus.js';
 import { TokenBucket } from '../lib/TokenBucket.js';
 import type { CloseCodeName } from '../protocol/closeCodes.js';
 import type { Logger } from '../../src/logger.js';
@@ -137,7 +138,7 @@ export class Lesson {
 
   constructor(
     readonly id: string,
-    private readonly bus: LessonBus,
+    private readonly bus: Bus,
     private readonly limits: PersonLimits,
     private readonly log: Logger,
     private readonly now: () => number,

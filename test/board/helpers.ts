@@ -19,9 +19,10 @@ import { partnerFactory } from '../helpers/factories.js';
 export function startNode(opts: Partial<BoardServiceOptions> = {}, clock?: Clock) {
   const deps = makeDeps({ clock });
   const board = new BoardService(deps, { previewDebounceMs: 60_000, ...opts });
-  const bus = new LessonBus(deps.redis, deps.config.REDIS_KEY_PREFIX, randomBase62(8), (lessonId, e) => {
+  const bus = new LessonBus(deps.redis, deps.config.REDIS_KEY_PREFIX, randomBase62(8), deps.log);
+  bus.receiver = (lessonId, e) => {
     if (e.kind === 'board') board.received(lessonId, JSON.parse(e.payload) as SequencedOp[]);
-  }, deps.log);
+  };
   board.relay = { publish: (lessonId, ops) => void bus.publish(lessonId, { kind: 'board', payload: JSON.stringify(ops) }) };
   const join = async (lessonId: string, listener: BoardListener) => {
     await bus.subscribe(lessonId);

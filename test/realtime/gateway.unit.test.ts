@@ -11,6 +11,7 @@ import { BoardService } from '../../realtime/features/board/service.js';
 import { rect } from '../board/factories.js';
 import { throughReads } from '../board/helpers.js';
 import { Gateway } from '../../realtime/Gateway.js';
+import { gatewayParts } from '../../realtime/parts.js';
 import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
 import { gatewayTiming } from '../../realtime/timing.js';
@@ -88,7 +89,7 @@ afterAll(async () => {
 
 async function newGateway(nodeId: string, features: GatewayFeature[] = []) {
   const { feature, events } = recorderFeature();
-  const gw = new Gateway(deps, { presence, redis, features: [feature, ...features], nodeId });
+  const gw = new Gateway(deps, gatewayParts(deps, { presence, redis, features: [feature, ...features], nodeId }));
   await gw.start({ timers: false });
   const open = (link: ResolvedLink) => {
     const s = new FakeSocket(gw);
@@ -116,7 +117,7 @@ async function nodeHoldingRegistrationOf(name: string, nodeId: string, features:
       },
     },
   });
-  const gw = new Gateway(deps, { presence: held, redis, nodeId, features });
+  const gw = new Gateway(deps, gatewayParts(deps, { presence: held, redis, nodeId, features }));
   await gw.start({ timers: false });
   const open = (link: ResolvedLink) => {
     const s = new FakeSocket(gw);
@@ -237,7 +238,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
         throw new Error('board unavailable');
       },
     };
-    const gw = new Gateway(deps, { presence, redis, features: [broken], nodeId: 'unit-broken' });
+    const gw = new Gateway(deps, gatewayParts(deps, { presence, redis, features: [broken], nodeId: 'unit-broken' }));
     await gw.start({ timers: false });
     const { f, links: [ann, bob] } = await links(['Ann', 'Bob']);
     const a = new FakeSocket(gw);
@@ -528,7 +529,7 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
       const { feature } = recorderFeature();
-      const gw = new Gateway(deps, { presence, redis, features: [feature], nodeId: 'unit-d' });
+      const gw = new Gateway(deps, gatewayParts(deps, { presence, redis, features: [feature], nodeId: 'unit-d' }));
       await gw.start();
       expect(vi.getTimerCount()).toBeGreaterThan(0);
       await gw.close();
