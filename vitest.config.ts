@@ -6,12 +6,13 @@ const shared = { pool: 'forks', testTimeout: 30_000, hookTimeout: 60_000 } as co
  * The suites that run a second time against a local 3-master Redis Cluster
  * (test/helpers/redisCluster.ts, started once by test/globalSetup.cluster.ts):
  * presence and metering decided by the Lua scripts, several nodes over the bus,
- * dead nodes reaped, the per-key rate limit; and the files named `.cluster.test.ts`,
+ * dead nodes reaped, the per-key rate limit, the lesson bus over sharded channels; and the files named `.cluster.test.ts`,
  * what only a cluster shows. `npx vitest run --project default`
  * skips them (and the cluster).
  */
 export const CLUSTER_SUITES = [
   'test/realtime/presence.test.ts',
+  'test/realtime/bus.test.ts',
   'test/realtime/metering.test.ts',
   'test/realtime/multinode*.test.ts',
   'test/realtime/deadNode*.test.ts',
