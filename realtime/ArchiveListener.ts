@@ -1,5 +1,6 @@
 import { LESSON_ARCHIVED_CHANNEL } from '../src/db/channels.js';
 import { listenSurely } from '../src/db/listen.js';
+import { lessonArchivedAt } from '../src/domain/lessons.js';
 import type { Gateway } from './Gateway.js';
 
 /**
@@ -21,4 +22,22 @@ export async function listenForArchives(gw: Gateway): Promise<() => Promise<void
     gw.log,
   );
   return () => handle.unlisten();
+}
+
+/**
+ * The lesson was deleted (pg_notify, or found by the sweeper): metering
+ * stops at archived_at, sockets here close with 4410, the session ends
+ * (lesson.ended is sent: the session did end).
+ */
+export async function archiveLesson(gw: Gateway, lessonId: string): Promise<void> {
+  gw.admission.markArchived(lessonId);
+  const archivedAt = await lessonArchivedAt(gw.deps.sql, lessonId);
+  if (!archivedAt) return;
+  const now = gw.now();
+  const m = await gw.presence.archiveEnd(lessonId, archivedAt.getTime(), now);
+  for (const conn of [...(gw.lesson(lessonId)?.conns ?? [])]) conn.close('archived');
+  if (m?.pendingEnd) await gw.meter.finishEnd(lessonId, m, now);
+  // a start pending since before the deletion: its session is made by the flush's retry (it
+  // ran before the deletion), and ended at archived_at by the next archive check (flush or sweep)
+  else if (m?.state === 'starting') gw.meter.retryStart(lessonId, now);
 }

@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Deps } from '../src/deps.js';
 import { warmPool } from '../src/db/index.js';
-import { lessonArchivedAt } from '../src/domain/lessons.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import type { Logger } from '../src/logger.js';
 import type { GatewayMetrics } from '../src/metrics/gateway.js';
@@ -10,15 +9,16 @@ import type { GatewayParts } from './parts.js';
 import type { Admission } from './admission/Admission.js';
 import type { PersonRates } from './admission/PersonRates.js';
 import { personIdOf } from './admission/personId.js';
-import { listenForArchives } from './ArchiveListener.js';
-import { listenForLessonUpdates, type LessonUpdate } from './LessonUpdateListener.js';
+import { listenForLessonUpdates } from './LessonUpdateListener.js';
 import type { Bus } from './bus/Bus.js';
 import type { Envelope, Outgoing } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
 import type { FeatureContext, GatewayApi, GatewayFeature, MessageContext } from './features/api.js';
 import { frameEnvelope, Lesson, type CountOut, type Fanout, type LocalPerson, type PersonLimits } from './lesson/Lesson.js';
-import { mapLimit } from './lib/KeyedQueue.js';
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
+import { Drain, DRAIN_LEAVE_GRACE_MS, sleep, type DrainedGateway } from './Drain.js';
+import { ReRegistration, type RegisteringGateway } from './presence/ReRegistration.js';
+import { archiveLesson, listenForArchives } from './ArchiveListener.js';
 import { gatewayTiming } from './timing.js';
 import type { PresenceLog } from './metering/PresenceLog.js';
 import { withTimeout } from '../src/lib/timeout.js';
@@ -29,7 +29,7 @@ import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import type { CloseCodeName } from './protocol/closeCodes.js';
 import { coreMessages } from './protocol/messages/index.js';
 import { MessageRegistry } from './protocol/registry.js';
-import { presenceFrame, presenceSyncFrame } from './protocol/serverMessages.js';
+import { presenceFrame } from './protocol/serverMessages.js';
 import { welcomeFrame } from './protocol/welcome.js';
 
 /** What the gateway reports when METRICS_PORT is off: nothing, at no cost. */
@@ -47,18 +47,6 @@ const noMetrics: GatewayMetrics = {
   boardCommitFailed() {},
 };
 
-/**
- * A socket closed by a drain reaches presence as a departure this long after its close (dated at the
- * close): the page reconnects at once to another node, and once it is present there the departure
- * here is not the person's (they stay present, nobody sees them leave and join, a running session
- * does not pause). Someone who does not come back is dated as leaving at the close; but a periodic
- * flush by another node within the grace has charged the running meter up to its time, and charges
- * never go back: such a person may be over-billed by up to the grace (3 s), once.
- */
-export const DRAIN_LEAVE_GRACE_MS = 3000;
-/** Drain closes go out at most one per this many ms (a node with few sockets drains at once; 1,000 sockets take the whole budget of 10 s). */
-export const DRAIN_PACE_MS = 10;
-
 /** A connection whose departure presence has not heard yet (Redis was unreachable), retried by Maintenance. */
 interface PendingLeave {
   conn: ClientConnection;
@@ -74,7 +62,7 @@ interface PendingLeave {
  * (Maintenance) and its close. server.ts glues uWS to it; a unit test drives
  * it with plain SocketLike objects.
  */
-export class Gateway implements GatewayApi, MaintainedGateway {
+export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, RegisteringGateway {
   readonly nodeId: string;
   readonly registry = new MessageRegistry<MessageContext>();
   readonly presence: Presence;
@@ -85,7 +73,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   readonly timing: ReturnType<typeof gatewayTiming>;
   readonly log: Logger;
   readonly metrics: GatewayMetrics;
-  private readonly lessons = new Map<string, Lesson>();
+  private readonly lessonsById = new Map<string, Lesson>();
   /** departures Redis did not hear (it was unreachable), retried by Maintenance */
   private readonly pendingLeaves: PendingLeave[] = [];
   /** how far this node vouches for its sockets' presence, per lesson (what a flush may charge) */
@@ -106,13 +94,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   private readonly countOut: (type: string, n: number) => void;
   /** joins, departures and feature hooks in flight: idle() waits for them */
   private readonly tasks = new Set<Promise<unknown>>();
-  private reRegistering: Promise<void> | undefined;
+  private readonly reRegistration = new ReRegistration(this);
+  private readonly drainer = new Drain(this);
   private unlisten: (() => Promise<void>) | undefined;
   private unlistenUpdates: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
-  private draining: Promise<void> | undefined;
-  /** wakes a drain waiting for the last socket */
-  private onEmpty: (() => void) | undefined;
   /** every connection's message rate limit: one object for all of them */
   private readonly connLimits: ConnectionLimits;
   /** what every Lesson is given: one object and one closure each for all of them (memory per lesson) */
@@ -141,11 +127,11 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     this.presenceLog = parts.presenceLog;
     this.announcer = parts.announcer;
     this.bus = parts.bus;
-    this.bus.receiver = (lessonId, e) => this.lessons.get(lessonId)?.receive(e);
+    this.bus.receiver = (lessonId, e) => this.lessonsById.get(lessonId)?.receive(e);
     this.metrics = parts.metrics ?? noMetrics;
     const metrics = this.metrics;
     this.countOut = (type, n) => metrics.messageOut(type, n);
-    metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessons.size, sessionsRunning: () => this.running.size });
+    metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessonsById.size, sessionsRunning: () => this.running.size });
     const c = deps.config;
     this.lessonShared = {
       limits: { maxSockets: c.GATEWAY_MAX_SOCKETS_PER_PERSON, cursorRate: c.GATEWAY_PERSON_CURSORS_PER_SECOND, cursorBurst: c.GATEWAY_PERSON_CURSOR_BURST },
@@ -192,7 +178,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       upgradeAt,
     );
     this.connCount++;
-    const fresh = !this.lessons.has(link.lesson_id);
+    const fresh = !this.lessonsById.has(link.lesson_id);
     const lesson = this.lessonFor(link.lesson_id);
     // past the cap the person's oldest sockets go (4409): a new tab wins over a forgotten one
     for (const old of lesson.add(conn, now)) old.close('replaced');
@@ -266,12 +252,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   closed(conn: ClientConnection, late = false, code?: number): void {
     if (code !== undefined) this.metrics.closed(code);
     if (conn.state === 'closed') return;
-    if (--this.connCount === 0) this.onEmpty?.();
+    if (--this.connCount === 0) this.drainer.empty();
     const now = this.now();
     const at = late ? Math.min(now, conn.lastSeenAt + this.timing.keepaliveCycleMs) : now;
     conn.state = 'closed';
     this.certainty.departing(conn, at);
-    const lesson = this.lessons.get(conn.lessonId);
+    const lesson = this.lessonsById.get(conn.lessonId);
     if (lesson?.remove(conn)) this.closeLesson(lesson);
     if (conn.drained) this.track(conn.joined.then(() => sleep(DRAIN_LEAVE_GRACE_MS)).then(() => this.leave(conn, at)));
     else this.track(conn.joined.then(() => this.leave(conn, at)));
@@ -281,7 +267,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 
   broadcast(lessonId: string, frame: string | object, opts: { except?: ClientConnection; exceptPerson?: string; ephemeral?: boolean } = {}): void {
     const text = typeof frame === 'string' ? frame : JSON.stringify(frame);
-    const lesson = this.lessons.get(lessonId);
+    const lesson = this.lessonsById.get(lessonId);
     if (lesson) {
       const t0 = performance.now();
       lesson.broadcast(text, opts);
@@ -290,52 +276,72 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 
   toPerson(lessonId: string, personId: string, frame: string): void {
-    const lesson = this.lessons.get(lessonId);
+    const lesson = this.lessonsById.get(lessonId);
     if (lesson) lesson.toPerson(personId, frame);
     else this.publishTo(lessonId, { kind: 'person', toPerson: personId, payload: frame });
   }
 
   closePerson(lessonId: string, personId: string, code: CloseCodeName): void {
-    const lesson = this.lessons.get(lessonId);
+    const lesson = this.lessonsById.get(lessonId);
     if (lesson) lesson.closePerson(personId, code);
     else this.publishTo(lessonId, { kind: 'close', toPerson: personId, payload: code });
   }
 
   publish(lessonId: string, kind: string, payload: string): void {
-    const lesson = this.lessons.get(lessonId);
+    const lesson = this.lessonsById.get(lessonId);
     if (lesson) lesson.publish({ kind, payload });
     else this.publishTo(lessonId, { kind, payload });
   }
 
   lesson(lessonId: string): Lesson | undefined {
-    return this.lessons.get(lessonId);
+    return this.lessonsById.get(lessonId);
   }
 
   localPerson(lessonId: string, personId: string): LocalPerson | undefined {
-    return this.lessons.get(lessonId)?.person(personId);
+    return this.lessonsById.get(lessonId)?.person(personId);
   }
 
   localConnections(lessonId: string): ClientConnection[] {
-    return this.lessons.get(lessonId)?.present() ?? [];
+    return this.lessonsById.get(lessonId)?.present() ?? [];
+  }
+
+  // ---- what Drain and ReRegistration use -----------------------------------
+
+  connections(): ClientConnection[] {
+    const out: ClientConnection[] = [];
+    for (const lesson of this.lessonsById.values()) for (const conn of lesson.conns) out.push(conn);
+    return out;
+  }
+
+  get connectionCount(): number {
+    return this.connCount;
+  }
+
+  forgetUnrecorded(): Promise<void> {
+    return this.announcer.forgetUnrecorded();
+  }
+
+  lessons(): Iterable<Lesson> {
+    return this.lessonsById.values();
   }
 
   // ---- MaintainedGateway ---------------------------------------------------
 
   /** Lessons open on this node. */
   openLessons(): string[] {
-    return [...this.lessons.keys()];
+    return [...this.lessonsById.keys()];
   }
 
   /** Lessons with someone present on this node (the ones this node meters). */
   servedLessons(): string[] {
     const out: string[] = [];
-    for (const l of this.lessons.values()) if (l.hasPresent()) out.push(l.id);
+    for (const l of this.lessonsById.values()) if (l.hasPresent()) out.push(l.id);
     return out;
   }
 
   /** Presence of this node's sockets in the lesson is certain up to here (<= now): see Certainty. */
   certainUntil(lessonId: string, now: number): number {
-    return this.certainty.until(lessonId, this.lessons.get(lessonId)?.conns ?? [], now);
+    return this.certainty.until(lessonId, this.lessonsById.get(lessonId)?.conns ?? [], now);
   }
 
   // ---- presence ------------------------------------------------------------
@@ -464,36 +470,9 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     void this.meter.apply(lessonId, change, at);
   }
 
-  /**
-   * Redis lost our registrations (flush, restart, or we were reaped after a
-   * stall): register every live connection again. The live connections are
-   * the truth; no participant.joined is recorded for them again.
-   */
+  /** Redis lost this node's registrations: register every live connection again (presence/ReRegistration.ts). */
   reRegister(onlyLessons?: string[]): Promise<void> {
-    if (this.reRegistering) return this.reRegistering;
-    const lessons = onlyLessons ? onlyLessons.map((id) => this.lessons.get(id)).filter((l): l is Lesson => !!l) : [...this.lessons.values()];
-    if (lessons.length === 0) return Promise.resolve();
-    this.log.warn({ lessons: lessons.length }, 're-registering live connections');
-    this.reRegistering = mapLimit(lessons, 8, (l) => this.reRegisterLesson(l))
-      .then(() => undefined)
-      .finally(() => (this.reRegistering = undefined));
-    return this.reRegistering;
-  }
-
-  private async reRegisterLesson(lesson: Lesson): Promise<void> {
-    for (const conn of lesson.present()) {
-      const now = this.now();
-      const res = await this.presence.join(lesson.id, { now, node: this.nodeId, conn: conn.id, person: conn.userHash, info: conn.person, rejoin: true });
-      void this.meter.apply(lesson.id, res, now);
-      // the others may have dropped them meanwhile (a sync from a node that re-registered first); they themselves never left
-      if (res.first) {
-        this.presenceEvent(lesson.id, 'joined', conn.person, res.meter?.seq ?? 0, res.count, { exceptPerson: conn.person.id });
-        this.mark(lesson.id, conn.person.id, true, conn.link.link_id, now);
-      }
-    }
-    // Whoever left while Redis was away is not in Redis any more: resend the whole list.
-    const { people, seq } = await this.presence.people(lesson.id);
-    lesson.deliver(presenceSyncFrame(people, seq));
+    return this.reRegistration.run(onlyLessons);
   }
 
   // ---- lifecycle -----------------------------------------------------------
@@ -525,48 +504,12 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 
   /** Whether a drain started: the transport refuses upgrades and /readyz answers 503. */
   get isDraining(): boolean {
-    return this.draining !== undefined;
+    return this.drainer.started;
   }
 
-  /**
-   * Graceful drain before a stop (docs/operations.md, "Drain"): the transport refuses new upgrades
-   * (isDraining), the sockets here are closed with 1012 `restarting` in random order, paced
-   * (DRAIN_PACE_MS apart, spread over at most `budgetMs`) so the pages reconnect to other nodes
-   * without a stampede; each departure reaches presence DRAIN_LEAVE_GRACE_MS later, dated at its
-   * close. Resolves once every socket is gone and every departure recorded, or at the budget (the
-   * sockets still open then are left to close()). Timers (heartbeat, flush) keep running meanwhile.
-   */
+  /** Graceful drain before a stop (Drain.ts). */
   drain(budgetMs: number): Promise<void> {
-    return (this.draining ??= (async () => {
-      const conns: ClientConnection[] = [];
-      for (const lesson of this.lessons.values()) for (const conn of lesson.conns) conns.push(conn);
-      // random order: a lesson's people do not all move at the same moment, nor the same lessons first on every node
-      for (let i = conns.length - 1; i > 0; i--) {
-        const j = Math.floor(Math.random() * (i + 1));
-        [conns[i], conns[j]] = [conns[j], conns[i]];
-      }
-      await this.announcer.forgetUnrecorded(); // before anyone moves to another node
-      const spreadMs = Math.min(budgetMs, conns.length * DRAIN_PACE_MS);
-      this.log.info({ connections: conns.length, spread_ms: spreadMs, budget_ms: budgetMs }, 'draining');
-      const timers = conns.map((conn, i) =>
-        setTimeout(
-          () => {
-            conn.drained = true;
-            conn.close('restarting');
-          },
-          conns.length > 1 ? Math.floor((i * spreadMs) / (conns.length - 1)) : 0,
-        ),
-      );
-      const deadline = sleep(budgetMs + DRAIN_LEAVE_GRACE_MS);
-      const empty = new Promise<void>((resolve) => {
-        this.onEmpty = resolve;
-        if (this.connCount === 0) resolve();
-      });
-      // every socket gone and every departure handed to presence, or the deadline
-      const done = await Promise.race([empty.then(() => this.idle()).then(() => true), deadline.then(() => false)]);
-      for (const t of timers) clearTimeout(t);
-      this.log.info({ left: this.connCount, on_time: done }, 'drained');
-    })());
+    return this.drainer.run(budgetMs);
   }
 
   /**
@@ -578,7 +521,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     return (this.closing ??= (async () => {
       this.maintenance.stop();
       await this.announcer.forgetUnrecorded(); // before anyone moves to another node
-      for (const lesson of [...this.lessons.values()]) for (const conn of [...lesson.conns]) conn.close('goingAway');
+      for (const lesson of [...this.lessonsById.values()]) for (const conn of [...lesson.conns]) conn.close('goingAway');
       await this.idle();
       // departures Redis never heard: the features still hear of the sockets (presence drops the node below)
       for (const p of this.pendingLeaves.splice(0)) {
@@ -598,41 +541,9 @@ export class Gateway implements GatewayApi, MaintainedGateway {
     })());
   }
 
-  /**
-   * The lesson was deleted (pg_notify, or found by the sweeper): metering
-   * stops at archived_at, sockets here close with 4410, the session ends
-   * (lesson.ended is sent: the session did end).
-   */
-  /**
-   * The partner changed the lesson (PATCH): cached links and this node's sockets carry the new
-   * values, and the people here are told (`lesson.updated`: the page shows the new title and
-   * toolset at once). A new mode (only ever while no session runs) needs a new welcome (the call
-   * starts from it): those sockets are asked to reconnect (1012), as in a drain.
-   */
-  lessonUpdated(u: LessonUpdate): void {
-    this.admission.updateLesson(u);
-    const lesson = this.lessons.get(u.lesson_id);
-    if (!lesson) return;
-    const modeChanged: ClientConnection[] = [];
-    for (const conn of lesson.conns) {
-      if (conn.link.lesson_mode !== u.mode) modeChanged.push(conn);
-      Object.assign(conn.link, { lesson_title: u.title, subject_mode: u.subject_mode, lesson_mode: u.mode });
-    }
-    lesson.deliver(JSON.stringify({ type: 'lesson.updated', lesson: { id: u.lesson_id, title: u.title, mode: u.mode, subject_mode: u.subject_mode } }));
-    for (const conn of modeChanged) conn.close('restarting');
-  }
-
-  async archived(lessonId: string): Promise<void> {
-    this.admission.markArchived(lessonId);
-    const archivedAt = await lessonArchivedAt(this.deps.sql, lessonId);
-    if (!archivedAt) return;
-    const now = this.now();
-    const m = await this.presence.archiveEnd(lessonId, archivedAt.getTime(), now);
-    for (const conn of [...(this.lessons.get(lessonId)?.conns ?? [])]) conn.close('archived');
-    if (m?.pendingEnd) await this.meter.finishEnd(lessonId, m, now);
-    // a start pending since before the deletion: its session is made by the flush's retry (it
-    // ran before the deletion), and ended at archived_at by the next archive check (flush or sweep)
-    else if (m?.state === 'starting') this.meter.retryStart(lessonId, now);
+  /** The lesson was deleted (ArchiveListener.ts). */
+  archived(lessonId: string): Promise<void> {
+    return archiveLesson(this, lessonId);
   }
 
   /**
@@ -681,13 +592,13 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 
   /** The lesson opens with its first socket here: bus channel first, then the features' lesson state. */
   private lessonFor(lessonId: string): Lesson {
-    let lesson = this.lessons.get(lessonId);
+    let lesson = this.lessonsById.get(lessonId);
     if (lesson) return lesson;
     const s = this.lessonShared;
     const l = new Lesson(lessonId, this.bus, s.limits, this.log, s.now, this.fanout, s.onFeatureEnvelope, s.countOut);
     l.ready = this.track(this.openLesson(l));
     l.ready.catch(() => undefined);
-    this.lessons.set(lessonId, (lesson = l));
+    this.lessonsById.set(lessonId, (lesson = l));
     return lesson;
   }
 
@@ -707,7 +618,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   /** The last socket here closed: features drop their state, the bus channel goes. */
   private closeLesson(lesson: Lesson): void {
     lesson.closed = true;
-    if (this.lessons.get(lesson.id) === lesson) this.lessons.delete(lesson.id);
+    if (this.lessonsById.get(lesson.id) === lesson) this.lessonsById.delete(lesson.id);
     this.bus.unsubscribe(lesson.id);
     this.meter.forget(lesson.id);
     this.running.delete(lesson.id);
@@ -733,9 +644,10 @@ export class Gateway implements GatewayApi, MaintainedGateway {
    * A presence event to the lesson's sockets here and, unless presence said no other node has
    * connections in the lesson when it decided the event (`remote` false), on the other nodes.
    */
-  private presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, opts: { except?: ClientConnection; exceptPerson?: string; remote?: boolean } = {}): void {
+  /** @internal for ReRegistration */
+  presenceEvent(lessonId: string, event: 'joined' | 'left', person: PublicPerson, seq: number, count: number, opts: { except?: ClientConnection; exceptPerson?: string; remote?: boolean } = {}): void {
     const frame = presenceFrame(event, person, seq, count);
-    const lesson = this.lessons.get(lessonId);
+    const lesson = this.lessonsById.get(lessonId);
     if (lesson) lesson.broadcastPresence(seq, frame, opts);
     else if (opts.remote !== false) this.publishTo(lessonId, { kind: 'presence', seq, exceptPerson: opts.exceptPerson, payload: frame });
   }
@@ -775,7 +687,8 @@ export class Gateway implements GatewayApi, MaintainedGateway {
   }
 
   /** A presence mark for attendance, dated as the meter dates the arrival or departure. */
-  private mark(lessonId: string, personId: string, joined: boolean, linkId: string | null, at: number): void {
+  /** @internal for ReRegistration */
+  mark(lessonId: string, personId: string, joined: boolean, linkId: string | null, at: number): void {
     this.presenceLog.add({ lessonId, personId, joined, linkId, at: new Date(at) });
   }
 
@@ -809,7 +722,7 @@ export class Gateway implements GatewayApi, MaintainedGateway {
       retryStart: (l, now) => meter.retryStart(l, now),
       flush: async (results, now) => {
         for (const r of results) {
-          if (r.meter?.state === 'running' && this.lessons.has(r.lessonId)) this.running.add(r.lessonId);
+          if (r.meter?.state === 'running' && this.lessonsById.has(r.lessonId)) this.running.add(r.lessonId);
           else this.running.delete(r.lessonId);
         }
         const t0 = performance.now();
@@ -829,5 +742,4 @@ export class Gateway implements GatewayApi, MaintainedGateway {
 /** How long a stopping node waits for its last presence marks to be written (Postgres may be away). */
 const PRESENCE_LOG_STOP_WAIT_MS = 2000;
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 

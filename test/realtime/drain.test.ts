@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { DRAIN_LEAVE_GRACE_MS } from '../../realtime/Gateway.js';
+import { DRAIN_LEAVE_GRACE_MS, DRAIN_PACE_MS } from '../../realtime/Drain.js';
 import { gatewayMetrics } from '../../src/metrics/gateway.js';
 import { createRegistry } from '../../src/metrics/registry.js';
 import { makeDeps } from '../helpers/deps.js';
@@ -10,7 +10,6 @@ import { lessonRow, lessonWithLinks, sessionsOf } from './helpers/fixtures.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 import { startTestGateway } from './helpers/gateway.js';
 import { spawnGateway } from './helpers/processes.js';
-import { DRAIN_PACE_MS } from '../../realtime/Gateway.js';
 
 /**
  * A gateway's SIGTERM drains it. Two real gateway processes on one database and
