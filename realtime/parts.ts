@@ -55,7 +55,7 @@ export interface GatewayParts {
 /** The production parts around a presence: bus and per-person rates on the node's Redis connection, the rest on Postgres. */
 export function gatewayParts(
   deps: Deps,
-  opts: GatewayOptions & { presence: Presence; redis: Redis; loadSeed?: GatewayParts['loadSeed'] },
+  opts: GatewayOptions & { presence: Presence; redis: Redis; loadSeed?: GatewayParts['loadSeed']; bus?: Bus },
 ): GatewayParts {
   const nodeId = opts.nodeId ?? `${hostname()}:${process.pid}:${randomBase62(8)}`;
   const log = deps.log.child({ component: 'gateway', node: nodeId });
@@ -66,7 +66,7 @@ export function gatewayParts(
     metrics: opts.metrics,
     presence,
     loadSeed: opts.loadSeed,
-    bus: new LessonBus(opts.redis, deps.config.REDIS_KEY_PREFIX, nodeId, log),
+    bus: opts.bus ?? new LessonBus(opts.redis, deps.config.REDIS_KEY_PREFIX, nodeId, log),
     meter: new Meter(deps, presence, Math.floor(gatewayTiming(deps.config).orphanMs / 3), opts.retries?.meter),
     admission: new Admission(deps),
     announcer: new JoinAnnouncer(deps.sql, log, (j) => presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()), opts.retries?.joins),

@@ -13,6 +13,9 @@ import { throughReads } from '../board/helpers.js';
 import { Gateway } from '../../realtime/Gateway.js';
 import { gatewayParts } from '../../realtime/parts.js';
 import { RedisPresence } from '../../realtime/presence/RedisPresence.js';
+import { InMemoryPresence } from '../../realtime/presence/InMemoryPresence.js';
+import { BusHub, InMemoryBus } from '../../realtime/bus/InMemoryBus.js';
+import type { Bus } from '../../realtime/bus/Bus.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
 import { gatewayTiming } from '../../realtime/timing.js';
 import { makeDeps, ManualClock } from '../helpers/deps.js';
@@ -22,10 +25,10 @@ import { isolatedEnv } from '../helpers/isolation.js';
 
 /**
  * The gateway core without uWS: plain socket objects, a clock the test
- * moves, real Postgres and Redis (the presence is a constructor argument:
- * any Presence implementation can be given). No sleeps: the test waits for
- * Gateway.idle(), which drains joins, departures, feature hooks and bus
- * publishes.
+ * moves, the parts of realtime/parts.ts on real Postgres and Redis; the
+ * relay between nodes also on the in-memory presence and bus (no Redis). No
+ * sleeps: the test waits for Gateway.idle(), which drains joins, departures,
+ * feature hooks and bus publishes.
  */
 class FakeSocket implements SocketLike {
   readonly frames: any[] = [];
@@ -87,9 +90,10 @@ afterAll(async () => {
   await deps.close();
 });
 
-async function newGateway(nodeId: string, features: GatewayFeature[] = []) {
+/** `on`: the presence and the bus of the nodes, Redis's unless given (the in-memory ones: `inMemory()`). */
+async function newGateway(nodeId: string, features: GatewayFeature[] = [], on: { presence?: Presence; bus?: (nodeId: string) => Bus } = {}) {
   const { feature, events } = recorderFeature();
-  const gw = new Gateway(deps, gatewayParts(deps, { presence, redis, features: [feature, ...features], nodeId }));
+  const gw = new Gateway(deps, gatewayParts(deps, { presence: on.presence ?? presence, bus: on.bus?.(nodeId), redis, features: [feature, ...features], nodeId }));
   await gw.start({ timers: false });
   const open = (link: ResolvedLink) => {
     const s = new FakeSocket(gw);
@@ -140,6 +144,12 @@ async function links(names: string[]) {
   const out: ResolvedLink[] = [];
   for (const n of names) out.push((await resolveLinkToken(deps.sql, await f.link(n, { name: n })))!);
   return { f, links: out };
+}
+
+/** Nodes that share an in-process presence and bus: no Redis between them. */
+function inMemory() {
+  const hub = new BusHub();
+  return { presence: new InMemoryPresence({ ...timing, loadSeed: async (id: string) => (await readMeterSeeds(deps.readSql, [id]))[0] }), bus: (nodeId: string) => new InMemoryBus(hub, nodeId) };
 }
 
 describe('the gateway core, driven with plain sockets and a manual clock', () => {
@@ -452,9 +462,13 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await Promise.all([n1.close(), n2.gw.close()]);
   });
 
-  it('relays between two nodes through the one lesson channel: a frame for everyone, a frame for one person, a close', async () => {
-    const n1 = await newGateway('unit-c1');
-    const n2 = await newGateway('unit-c2');
+  it.each([
+    ['Redis', () => ({})],
+    ['the in-memory presence and bus', inMemory],
+  ] as const)('relays between two nodes through the one lesson channel (%s): a frame for everyone, a frame for one person, a close', async (_, on) => {
+    const shared = on();
+    const n1 = await newGateway('unit-c1', [], shared);
+    const n2 = await newGateway('unit-c2', [], shared);
     const { f, links: [ann, bob, cid] } = await links(['Ann', 'Bob', 'Cid']);
     const a = n1.open(ann);
     await n1.gw.idle();
