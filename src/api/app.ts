@@ -119,7 +119,7 @@ export function createApiApp(deps: Deps, authCache: AuthCache, routes: RouteDef[
         await r.handler(ctx, { params, query, body });
       };
       // A GET only reads: when its Postgres connection was lost under it, it runs once more
-      // (issue 13), and answers 503 if it never got through; a POST's retry is the partner's,
+      // and answers 503 if it never got through; a POST's retry is the partner's,
       // with its Idempotency-Key.
       const retried = (err: Error) => log.warn({ err: err.message }, 'a read lost its Postgres connection; running it again');
       await (r.method === 'post' ? idempotent(ctx, raw, run) : r.method === 'get' ? readOrUnavailable(run, retried, r.ownDeadline ? undefined : READ_WAIT_MS) : run());
