@@ -359,7 +359,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     // set up; the board's feed does not hold this up, see BoardService.listen): registering while it
     // opens would save one Redis round trip per first arrival, but two arrivals whose lesson then
     // fails to open would start a session, end it at zero length and send lesson.started (tested in
-    // gateway.unit.test.ts; issue 16 point 3 was weighed against this).
+    // gateway.unit.test.ts): no saved round trip is worth a session that never ran.
     try {
       await lesson.ready;
     } catch {

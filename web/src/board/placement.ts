@@ -16,7 +16,7 @@ const inside = (a: Box, v: Box) => a.x >= v.x && a.y >= v.y && a.x + a.width <= 
 
 /**
  * Where to put a new formula or vector of `size` so that it covers nothing on
- * the board (issue 12, point 7): the free spot nearest to the middle of what
+ * the board: the free spot nearest to the middle of what
  * the person sees, searched in rings of STEP around it, within the view.
  * When the view has no room, below everything that is there (the caller
  * scrolls to it). Returns the top-left corner.
