@@ -619,7 +619,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
   private closeLesson(lesson: Lesson): void {
     lesson.closed = true;
     if (this.lessonsById.get(lesson.id) === lesson) this.lessonsById.delete(lesson.id);
-    this.bus.unsubscribe(lesson.id);
+    void this.bus.unsubscribe(lesson.id);
     this.meter.forget(lesson.id);
     this.running.delete(lesson.id);
     // after its open finished, so that what the open set up is what is released

@@ -11,7 +11,8 @@ export interface Bus {
   receiver: (lessonId: string, e: Envelope) => void;
   /** subscribes to the lesson's channel and says hello; resolves once subscribed, rejects if refused */
   subscribe(lessonId: string): Promise<void>;
-  unsubscribe(lessonId: string): void;
+  /** resolves once the channel stops delivering here (the gateway does not wait for it) */
+  unsubscribe(lessonId: string): Promise<void>;
   /** resolves to the number of subscribed nodes that got it (1 = only this node) */
   publish(lessonId: string, e: Outgoing): Promise<number>;
   /** waits for the publishes in flight (settled either way) */

@@ -32,10 +32,10 @@ export class InMemoryBus implements Bus {
     return Promise.resolve();
   }
 
-  unsubscribe(lessonId: string): void {
+  unsubscribe(lessonId: string): Promise<void> {
     const subs = this.hub.channels.get(lessonId);
-    if (!subs?.delete(this)) return;
-    if (subs.size === 0) this.hub.channels.delete(lessonId);
+    if (subs?.delete(this) && subs.size === 0) this.hub.channels.delete(lessonId);
+    return Promise.resolve();
   }
 
   publish(lessonId: string, e: Outgoing): Promise<number> {
@@ -59,6 +59,6 @@ export class InMemoryBus implements Bus {
   async close(): Promise<void> {
     await this.idle();
     this.closed = true;
-    for (const lessonId of [...this.hub.channels.keys()]) this.unsubscribe(lessonId);
+    for (const lessonId of [...this.hub.channels.keys()]) void this.unsubscribe(lessonId);
   }
 }

@@ -114,10 +114,13 @@ export class LessonBus implements Bus {
     return p;
   }
 
-  unsubscribe(lessonId: string): void {
-    if (!this.subscribed.delete(lessonId)) return;
+  unsubscribe(lessonId: string): Promise<void> {
+    if (!this.subscribed.delete(lessonId)) return Promise.resolve();
     const channel = this.channel(lessonId);
-    (this.sharded ? this.sub.sunsubscribe(channel) : this.sub.unsubscribe(channel)).catch(() => undefined);
+    return (this.sharded ? this.sub.sunsubscribe(channel) : this.sub.unsubscribe(channel)).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** Resolves to the number of subscriptions that got it (1 = only this node). */

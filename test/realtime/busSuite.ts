@@ -61,7 +61,7 @@ export function busSuite(name: string, factory: BusFactory): void {
         await a.bus.subscribe(l);
         await b.bus.subscribe(l);
       }
-      b.bus.unsubscribe(l1);
+      await b.bus.unsubscribe(l1);
       // the later publish on l2 arriving proves the earlier one on l1 was not delivered (one channel order per node)
       await a.bus.publish(l1, { kind: 'frame', payload: 'one' });
       await a.bus.publish(l2, { kind: 'frame', payload: 'two' });
