@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { SERVICE_VERSION } from '../../src/api/app.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { typeCheck, typescriptBlocks } from '../helpers/typecheck.js';
@@ -39,6 +40,7 @@ describe('the typed client as a package', () => {
     expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/schema.d.ts', 'dist/verify.js', 'package.json']));
     expect(paths.filter((p) => !p.startsWith('dist/') && p !== 'package.json')).toEqual([]);
     const manifest = JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
+    expect(manifest.version, "the service's version, whose document the types come from").toBe(SERVICE_VERSION);
     expect(client.filename).toBe(`lesson-service-client-${manifest.version}.tgz`);
 
     // Its dependencies (and theirs) come packed from the repository's installed copies, the lock
