@@ -6,10 +6,32 @@
  * `refusals`), closes sockets with its own close codes (realtime/protocol/closeCodes.ts), and refuses board
  * operations with BoardOpError (src/board/errors.ts).
  */
+/**
+ * The `type` of a 422 item: the validator's issue codes (zod's) and the service's own two
+ * (docs/api-decisions.md, "Errors"). The OpenAPI document lists them as an enum.
+ */
+export const VALIDATION_ISSUE_TYPES = [
+  'invalid_type',
+  'too_small',
+  'too_big',
+  'invalid_format',
+  'invalid_value',
+  'invalid_union',
+  'invalid_key',
+  'invalid_element',
+  'not_multiple_of',
+  'unrecognized_keys',
+  'custom',
+  'nul_character',
+  'lone_surrogate',
+] as const;
+export type ValidationIssueType = (typeof VALIDATION_ISSUE_TYPES)[number];
+
+/** One item of a 422's `detail`: where (field path), what (code) and a sentence (message). */
 export interface ValidationIssue {
   loc: (string | number)[];
   msg: string;
-  type: string;
+  type: ValidationIssueType;
 }
 
 export class AppError extends Error {
@@ -55,9 +77,18 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 /** The body of an unexpected failure (500): nothing of the failure itself reaches the client. */
 export const INTERNAL_ERROR_BODY = { detail: { code: 'internal', message: 'Internal error' } } as const;
 
-/** The response body of an error (the spec's form; 422 lists the fields). */
-export function errorBody(err: AppError): unknown {
+/** The response body of an error (the spec's form; 422 lists the fields), before its request id. */
+export function errorBody(err: AppError): { detail: unknown } {
   return err.issues ? { detail: err.issues } : { detail: { code: err.code, message: err.message } };
+}
+
+/**
+ * Every error body carries the id of the request it answers (the `X-Request-Id` header's value)
+ * beside `detail`, so a partner can quote it from a logged body alone. A replayed stored error
+ * gets the id of the request that replays it, like its header.
+ */
+export function withRequestId(body: { detail: unknown }, requestId: string): { detail: unknown; request_id: string } {
+  return { ...body, request_id: requestId };
 }
 
 const make = (code: ErrorCode, message: string, headers?: Record<string, string>) =>

@@ -130,7 +130,7 @@ const ERRORS: Record<string, [string, string, string]> = {
   unknown: ['?', 'This link does not work', 'The link is not valid. Ask your teacher or the platform for a new link to the lesson.'],
   expired: ['!', 'This link has expired', 'Links work for a limited time. Ask your teacher or the platform for a new link to the lesson.'],
   archived: ['✓', 'This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
-  removed: ['×', 'You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
+  removed: ['×', 'You were removed from the lesson', 'The teacher or the platform removed you from this lesson. This link cannot be used to enter it again.'],
   notfound: ['?', 'There is no page here', 'Open the lesson with the whole link you were given, or ask your teacher or the platform for a new one.'],
 };
 await mkdir(path.join(out, 'errors'));

@@ -13,6 +13,8 @@ const EVERY_ROUTE: ErrorCode[] = ['unauthorized', 'rate_limited', 'internal', 'u
 const WITH_BODY: ErrorCode[] = ['bad_request', 'payload_too_large', 'unsupported_media_type', 'validation_error'];
 /** Answered by every POST: the Idempotency-Key rules (src/api/idempotency/). */
 const ON_POST: ErrorCode[] = ['bad_request', 'idempotency_key_reused', 'idempotency_key_in_use'];
+/** Answered by a route that reads query parameters: they failed validation. */
+const WITH_QUERY: ErrorCode[] = ['validation_error'];
 /** A path parameter no resource can have is simply not found (src/api/middlewares/validate.ts). */
 const WITH_PATH: ErrorCode[] = ['not_found'];
 
@@ -49,8 +51,10 @@ real responses and webhook deliveries against it.
 - **Responses may gain fields within v1**: every response schema allows properties it does not list; clients
   must ignore what they do not know. New endpoints, optional request fields, event types and error codes may
   appear too; a breaking change ships as /api/partner/v2.
-- **Errors**: \`{"detail": {"code", "message"}}\`; each response lists its codes as an enum. 422 is
-  \`{"detail": [{loc, msg, type}]}\`, one item per failing field. A method the path does not have answers
+- **Errors**: \`{"detail": {"code", "message"}, "request_id"}\`; each response lists its codes as an enum;
+  \`request_id\` is the \`X-Request-Id\` of the request. Every 422 is \`{"detail": [{loc, msg, type}],
+  "request_id"}\` (the shared \`ValidationError\` schema), one item per failing field: \`loc\` the field's
+  path, \`type\` a code from a fixed list, \`msg\` a sentence. A method the path does not have answers
   405 \`method_not_allowed\` with \`Allow\`; an unknown path 404 \`not_found\`.
 - **Rate limit**: at most RATE_LIMIT_PER_MINUTE (600) requests per API key in any rolling 60 s (a sliding
   window); every authenticated response carries \`RateLimit\` and \`RateLimit-Policy\`, a 429 \`Retry-After\`.
@@ -161,6 +165,7 @@ export function buildOpenApi(routes: RouteDef[], version: string): Json {
       ...r.errors,
       ...EVERY_ROUTE,
       ...(r.body ? WITH_BODY : []),
+      ...(r.query ? WITH_QUERY : []),
       ...(r.method === 'post' ? ON_POST : []),
       ...(r.params ? WITH_PATH : []),
     ]);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import type { Authenticated } from '../domain/apiKeys.js';
 import type { LessonLookup } from '../domain/lessons.js';
-import type { ErrorCode } from '../errors.js';
+import { VALIDATION_ISSUE_TYPES, type ErrorCode } from '../errors.js';
 
 export interface ApiState {
   deps: Deps;
@@ -71,21 +71,31 @@ export function defineRoute<
   return def as unknown as RouteDef;
 }
 
-/** Error body of the spec: `{"detail": {"code", "message"}}`. */
+const RequestId = z
+  .string()
+  .describe("The id of the request this error answers: the same value as the X-Request-Id header. Quote it when reporting a problem.");
+
+/** Error body of the spec, `{"detail": {"code", "message"}}`, plus the request id. */
 export const ErrorBodySchema = z
-  .object({ detail: z.object({ code: z.string(), message: z.string() }) })
+  .object({ detail: z.object({ code: z.string(), message: z.string() }), request_id: RequestId })
   .meta({ id: 'Error' });
 
-/** 422 body: `{"detail": [{loc, msg, type}]}` (docs/api-decisions.md). */
-export const ValidationErrorBodySchema = z
+/** One failing field of a 422: the same shape for every validation error (docs/api-decisions.md). */
+export const ValidationIssueSchema = z
   .object({
-    detail: z.array(
-      z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }),
-    ),
+    loc: z
+      .array(z.union([z.string(), z.number()]))
+      .describe('Where the value was (`body`, `query` or `path`), then the path of the field in it, e.g. `["body", "user", "name"]`'),
+    msg: z.string().describe('What is wrong, in English, for a person'),
+    type: z.enum(VALIDATION_ISSUE_TYPES).describe('What is wrong, as a code a program can act on'),
   })
+  .meta({ id: 'ValidationIssue' });
+
+/** 422 body: `{"detail": [{loc, msg, type}], "request_id"}`, one item per failing field (docs/api-decisions.md). */
+export const ValidationErrorBodySchema = z
+  .object({ detail: z.array(ValidationIssueSchema).min(1), request_id: RequestId })
   .meta({ id: 'ValidationError' });
 
-/** Common path parameter. */
 /**
  * Common path parameter. An id no lesson can have (over 64 characters, NUL) is
  * simply not found: 404 `not_found`, like an unknown id (src/api/middlewares/validate.ts).

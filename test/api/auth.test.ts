@@ -1,7 +1,7 @@
 import { Client } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin } from '../../src/cli/admin.js';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 
 const api = await startTestApi();
@@ -12,7 +12,7 @@ beforeAll(async () => {
 
 const expect401 = (res: { status: number; body: unknown }) => {
   expect(res.status).toBe(401);
-  expect(res.body).toEqual({ detail: { code: 'unauthorized', message: expect.any(String) } });
+  expect(res.body).toEqual(apiError('unauthorized'));
 };
 
 /** Polls for at most 1 s: the cache invalidation is asynchronous but must land promptly. */
@@ -61,7 +61,7 @@ describe('API key authentication', () => {
             body: r.method === 'post' ? '{}' : undefined,
           });
           expect(res.status, `${r.method} ${prefix}${path}`).toBe(404);
-          expect(await res.json()).toEqual({ detail: { code: 'not_found', message: expect.any(String) } });
+          expect(await res.json()).toEqual(apiError('not_found'));
         }
       }
     }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { generateSchema, SCHEMA_FILE } from '../../clients/ts/generate.js';
+import { LiveWebhookError, runExample } from '../../clients/ts/examples/integration.js';
 import { createLessonClient, parseWebhook } from '../../clients/ts/src/index.js';
 import { signatureHeader } from '../../src/webhooks/signing.js';
 import { partnerFactory } from '../helpers/factories.js';
@@ -51,4 +52,33 @@ describe('the typed client (clients/ts)', () => {
     expect(parseWebhook(body, signatureHeader('whsec_b', t, body), 'whsec_a')).toEqual({ ok: false, reason: 'no_matching_signature' });
     expect(parseWebhook('not json', signatureHeader('whsec_a', t, 'not json'), 'whsec_a')).toEqual({ ok: false, reason: 'malformed_body' });
   });
+
+  it('the example leaves a webhook set to another address alone unless told to replace it, and waits a bounded time for its event', async () => {
+    const p = await partnerFactory(stack.sql);
+    const api = createLessonClient({ baseUrl, apiKey: p.apiKey });
+    const live = `http://127.0.0.1:${await freePort()}/live`;
+    expect((await api.PUT('/webhook', { body: { url: live } })).response.status).toBe(200);
+    const port = await freePort();
+    const mine = `http://127.0.0.1:${port}/webhooks`;
+    await expect(runExample({ baseUrl, apiKey: p.apiKey, webhookUrl: mine, port })).rejects.toBeInstanceOf(LiveWebhookError);
+    expect((await api.GET('/webhook')).data?.url).toBe(live);
+    // told to, it replaces it; the service delivers where nothing listens, so no event comes: it gives up after waitMs
+    const nobody = `http://127.0.0.1:${await freePort()}/webhooks`;
+    const t0 = Date.now();
+    await expect(runExample({ baseUrl, apiKey: p.apiKey, webhookUrl: nobody, port, replaceWebhook: true, waitMs: 1000 })).rejects.toThrow(/within 1 s/);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    expect((await api.GET('/webhook')).data?.url).toBe(nobody);
+  }, 60_000);
+
+  it('the example rotates the secret of a webhook already set to its own address, so the previous secret keeps signing', async () => {
+    const p = await partnerFactory(stack.sql);
+    const api = createLessonClient({ baseUrl, apiKey: p.apiKey });
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}/webhooks`;
+    expect((await api.PUT('/webhook', { body: { url } })).data?.secret).toMatch(/^whsec_/);
+    const result = await runExample({ baseUrl, apiKey: p.apiKey, webhookUrl: url, port });
+    result.server.close();
+    expect(result.event.type).toBe('webhook.test');
+    expect((await api.GET('/webhook')).data).toMatchObject({ url, rotation: { previous_secret_expires_at: expect.any(String) } });
+  }, 60_000);
 });

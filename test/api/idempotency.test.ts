@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { purgeExpiredKeys } from '../../src/api/idempotency/store.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { partnerFactory } from '../helpers/factories.js';
 
 const clock = new ManualClock(Date.parse('2026-06-01T10:00:00Z'));
@@ -40,7 +40,7 @@ describe('Idempotency-Key on POST (Stripe semantics, docs/api-decisions.md)', ()
     expect(first.status).toBe(201);
     const other = await api.request('POST', '/lessons', { key: p.apiKey, body: { title: 'Two' }, headers });
     expect(other.status).toBe(409);
-    expect(other.body).toEqual({ detail: { code: 'idempotency_key_reused', message: expect.any(String) } });
+    expect(other.body).toEqual(apiError('idempotency_key_reused'));
     const link = await api.request('POST', `/lessons/${first.body.id}/links`, {
       key: p.apiKey, body: { user: { id: 'u1', name: 'Ann', role: 'teacher' } }, headers,
     });

@@ -2,7 +2,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/index.js';
 import { batchedLessonLookup, createLesson } from '../../src/domain/lessons.js';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { testConfig } from '../helpers/deps.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 
@@ -68,7 +68,7 @@ describe('GET /lessons/{id} under concurrent requests of two partners', () => {
     expect(res.map((r) => r.status)).toEqual(asks.map((q) => q.status));
     res.forEach((r, i) => {
       if (asks[i].status === 200) expect(r.body.id).toBe(asks[i].id);
-      else expect(r.body).toEqual({ detail: { code: 'not_found', message: expect.any(String) } });
+      else expect(r.body).toEqual(apiError('not_found'));
     });
   });
 });

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { recordMeteredTime } from '../../src/metering/charge.js';
 import { endSession, ensureSessionStarted } from '../../src/metering/sessions.js';
@@ -41,7 +41,7 @@ describe('POST /lessons', () => {
   it('answers 403 plan_board_only for mode full on the board-only plan and creates nothing', async () => {
     const res = await api.request('POST', '/lessons', { key: boardOnly.apiKey, body: { title: 'x', mode: 'full', external_id: 'bo-1' } });
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ detail: { code: 'plan_board_only', message: expect.any(String) } });
+    expect(res.body).toEqual(apiError('plan_board_only'));
     const list = await api.request('GET', '/lessons?external_id=bo-1', { key: boardOnly.apiKey });
     expect(list.body).toEqual([]);
   });
@@ -72,7 +72,7 @@ describe('POST /lessons', () => {
       ['POST', `/lessons/${long}/links`, { user: { id: 'u', name: 'n', role: 'student' } }],
     ] as const) {
       const res = await api.request(method, path, { key: p.apiKey, body });
-      expect([method, path, res.status, res.body], path).toEqual([method, path, 404, { detail: { code: 'not_found', message: 'Lesson not found' } }]);
+      expect([method, path, res.status, res.body], path).toEqual([method, path, 404, apiError('not_found', 'Lesson not found')]);
     }
   });
 
@@ -207,7 +207,7 @@ describe('GET and DELETE /lessons/{id}', () => {
     ] as const) {
       const res = await api.request(method, path, { key: p.apiKey, body: method === 'POST' ? { user: { id: 'u', name: 'n', role: 'student' } } : undefined });
       expect(res.status, `${method} ${path}`).toBe(410);
-      expect(res.body).toEqual({ detail: { code: 'archived', message: expect.any(String) } });
+      expect(res.body).toEqual(apiError('archived'));
     }
     const listed = await api.request('GET', '/lessons?external_id=to-archive', { key: p.apiKey });
     expect(listed.body).toEqual([expect.objectContaining({ id, archived: true })]);

@@ -4,7 +4,7 @@ import { archiveLesson } from '../../src/domain/lessons.js';
 import { LINK_ISSUED_CHANNEL } from '../../src/db/channels.js';
 import { resolveLinkToken } from '../../src/domain/links.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 
@@ -93,7 +93,7 @@ describe('POST /lessons/{id}/links', () => {
     const l = (await api.request('POST', '/lessons', { key: broke.apiKey, body: { title: 'x' } })).body.id;
     const res = await api.request('POST', `/lessons/${l}/links`, { key: broke.apiKey, body: { user } });
     expect(res.status).toBe(402);
-    expect(res.body).toEqual({ detail: { code: 'minutes_exhausted', message: expect.any(String) } });
+    expect(res.body).toEqual(apiError('minutes_exhausted'));
     const [count] = await api.deps.sql`SELECT count(*)::int AS n FROM links WHERE lesson_id = ${l}`;
     expect(count.n).toBe(0);
   });

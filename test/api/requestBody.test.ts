@@ -5,6 +5,7 @@ import { createLogger } from '../../src/logger.js';
 import { startApi } from '../../src/server.js';
 import { makeDeps } from '../helpers/deps.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+import { apiError, validationError } from '../helpers/api.js';
 
 /** A client that hangs up mid-body, and strings that are not Unicode. */
 let captured = '';
@@ -87,7 +88,7 @@ describe('lone surrogates in JSON strings', () => {
     ] as const) {
       const r = await post(raw);
       expect(r.status, raw).toBe(422);
-      expect(r.body, raw).toEqual({ detail: [{ loc, msg: expect.any(String), type: 'lone_surrogate' }] });
+      expect(r.body, raw).toEqual(validationError([{ loc, msg: expect.any(String), type: 'lone_surrogate' }]));
     }
     expect(await lessonCount()).toBe(before);
   });
@@ -103,7 +104,7 @@ describe('lone surrogates in JSON strings', () => {
   it('bytes that are not UTF-8 answer 400 bad_request instead of being replaced', async () => {
     const before = await lessonCount();
     const r = await post(Buffer.concat([Buffer.from('{"title":"a'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]));
-    expect(r).toEqual({ status: 400, body: { detail: { code: 'bad_request', message: 'Request body is not valid UTF-8' } } });
+    expect(r).toEqual({ status: 400, body: apiError('bad_request', 'Request body is not valid UTF-8') });
     expect(await lessonCount()).toBe(before);
   });
 });

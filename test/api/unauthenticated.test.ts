@@ -9,6 +9,7 @@ import { generateApiKey } from '../../src/domain/apiKeys.js';
 import { fileDeps, ManualClock } from '../helpers/deps.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { isolatedEnv } from '../helpers/isolation.js';
+import { apiError } from '../helpers/api.js';
 
 /**
  * Requests without a valid key are cheap (unknown keys are
@@ -81,7 +82,7 @@ describe('unauthenticated traffic behind one trusted proxy (TRUST_PROXY_HOPS=1)'
     // allowance (fail open, docs/api-decisions.md): at most one more allowance per process.
     expect(unauthorized).toBeLessThanOrEqual(2 * LIMIT + refilled);
     expect(api.cache.lookupsMade - before).toBe(unauthorized);
-    expect(limited!.body).toEqual({ detail: { code: 'rate_limited', message: expect.any(String) } });
+    expect(limited!.body).toEqual(apiError('rate_limited'));
     expect(Number(limited!.retryAfter)).toBeGreaterThanOrEqual(1);
   });
 

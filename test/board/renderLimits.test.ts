@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RENDER_BUDGET } from '../../src/board/render/budget.js';
 import { RenderBusy, RenderPool, type RenderLimits } from '../../src/board/render/pool.js';
 import { renderPageSvg } from '../../src/board/render/svg.js';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
 import { paintBomb, plant, pointBomb, textBomb } from './bombs.js';
 import { busyPage, rect, stroke, text } from './factories.js';
@@ -76,7 +76,7 @@ describe('the render pool', () => {
     const t0 = Date.now();
     const res = await api.request('GET', `/lessons/${f.lesson.id}/preview`, { key: f.apiKey });
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ detail: { code: 'unavailable', message: expect.stringContaining('within its limits (time)') } });
+    expect(res.body).toEqual(apiError('unavailable', expect.stringContaining('within its limits (time)')));
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(Date.now() - t0).toBeLessThan(10_000);
   });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { READ_WAIT_MS, readOrUnavailable } from '../../src/db/errors.js';
 import { partnerRoutes } from '../../src/api/routes/index.js';
 import { startProxy } from '../board/proxy.js';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 import { partnerFactory } from '../helpers/factories.js';
 import { terminateBackends } from '../helpers/process.js';
@@ -70,7 +70,7 @@ describe('reads while Postgres backends are terminated', () => {
     expect(Date.now() - t0).toBeLessThan(15_000); // each within READ_WAIT_MS (5 s), while the database is still away
     for (const res of [down, lookup]) {
       expect(res.status).toBe(503);
-      expect(res.body).toEqual({ detail: { code: 'unavailable', message: expect.stringContaining('nothing was changed') } });
+      expect(res.body).toEqual(apiError('unavailable', expect.stringContaining('nothing was changed')));
       expect(res.headers.get('retry-after')).toBe('1');
     }
     // Back: the next GET waits for the pool's reconnect, at most 2 s after refusals (reconnectBackoff,

@@ -1,4 +1,4 @@
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { startApi } from '../../src/server.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { makeDeps } from './deps.js';
@@ -11,6 +11,12 @@ export interface ApiResponse<T = any> {
   body: T;
   text: string;
 }
+
+/** An error body of the partner API: the spec's `detail` and the request's id (docs/api-decisions.md, "Errors"). */
+export const apiError = (code: string, message: unknown = expect.any(String)) => ({ detail: { code, message }, request_id: expect.any(String) });
+
+/** A 422 body: one item per failing field. */
+export const validationError = (detail: unknown[]) => ({ detail, request_id: expect.any(String) });
 
 /** A real partner API on a free loopback port, with real Postgres and Redis; closed after the file. */
 export async function startTestApi(opts: { env?: Record<string, string>; clock?: Clock } = {}) {

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { UsageItemSchema, UsageReportSchema } from '../../src/api/presenters/usage.js';
 import { archiveLesson } from '../../src/domain/lessons.js';
-import { startTestApi } from '../helpers/api.js';
+import { apiError, startTestApi } from '../helpers/api.js';
 import { ManualClock } from '../helpers/deps.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { lessonFactory } from '../helpers/lessons.js';
@@ -148,14 +148,14 @@ describe('GET /usage', () => {
     ];
     for (const [qs, message] of cases) {
       const res = await usage(p.apiKey, qs);
-      expect([qs, res.status, res.body]).toEqual([qs, 400, { detail: { code: 'bad_range', message } }]);
+      expect([qs, res.status, res.body]).toEqual([qs, 400, apiError('bad_range', message)]);
     }
     const toOnly = await usage(p.apiKey, '?to=2026-03-01');
     expect(toOnly.status).toBe(400);
     expect(toOnly.body.detail.code).toBe('bad_range');
     const twice = await usage(p.apiKey, '?from=2026-03-01&from=2026-03-02&to=2026-03-05');
     // a repeated day is a bad period (the spec's code), not a 422
-    expect([twice.status, twice.body]).toEqual([400, { detail: { code: 'bad_range', message: 'from is given more than once' } }]);
+    expect([twice.status, twice.body]).toEqual([400, apiError('bad_range', 'from is given more than once')]);
     const yearOk = await usage(p.apiKey, '?from=2025-04-02');
     expect([yearOk.status, yearOk.body.from, yearOk.body.to]).toEqual([200, '2025-04-02', '2026-04-01']);
   });

@@ -9,6 +9,7 @@ import { leafCert, testCa } from './helpers/tls.js';
 import { startReceiver } from './helpers/receiver.js';
 import { eventually } from '../helpers/wait.js';
 import { attemptsOf, loopbackResolver, startWebhookStack } from './helpers/stack.js';
+import { apiError } from '../helpers/api.js';
 
 /** DNS of the SSRF table. */
 const DNS: Record<string, string[]> = {
@@ -150,7 +151,7 @@ describe('address rules at PUT /webhook and at every attempt', () => {
     for (const url of ['http://public.example/', 'https://2130706433/', 'https://[::ffff:127.0.0.1]/', 'https://localhost/', 'https://mixed.example/', 'https://nx.example/', `https://public.example/${'a'.repeat(2048)}`, 'junk']) {
       const res = await stack.api.request('PUT', '/webhook', { key: p.apiKey, body: { url } });
       expect(res.status, url).toBe(400);
-      expect(res.body).toEqual({ detail: { code: 'bad_url', message: expect.any(String) } });
+      expect(res.body).toEqual(apiError('bad_url'));
     }
     for (const body of [{}, { url: 42 }, { url: null }]) {
       const res = await stack.api.request('PUT', '/webhook', { key: p.apiKey, body });

@@ -20,7 +20,7 @@ type BoardMessage = Extract<ServerMessage, { type: `board.${string}` }>;
 
 const END_TEXT: Record<EndReason, [string, string]> = {
   expired: ['This link has expired', 'Ask your teacher or the platform for a new link to the lesson.'],
-  removed: ['You were removed from the lesson', 'The teacher removed you from this lesson. This link cannot be used to enter it again.'],
+  removed: ['You were removed from the lesson', 'The teacher or the platform removed you from this lesson. This link cannot be used to enter it again.'],
   replaced: ['The lesson is open in another window', 'You opened this lesson in more windows than it keeps at once, and this is the oldest. Continue here to use this window instead.'],
   archived: ['This lesson has ended', 'The lesson was closed by the platform. Its board can no longer be opened.'],
 };

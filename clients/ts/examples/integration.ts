@@ -5,7 +5,13 @@
  *
  *   LESSONS_BASE_URL=https://…/api/partner/v1 LESSONS_API_KEY=wbk_… \
  *   WEBHOOK_PUBLIC_URL=https://your.host/webhooks WEBHOOK_PORT=3000 \
- *   npx tsx clients/ts/examples/integration.ts
+ *   npx tsx clients/ts/examples/integration.ts [--replace-webhook] [--wait-seconds 30]
+ *
+ * It never takes a live webhook away by surprise: when the key's webhook is already set to another
+ * address it stops (that address keeps its events) unless `--replace-webhook` is given; when it is
+ * set to this very address it rotates the secret (`rotate: true`), so a receiver still holding the
+ * previous secret keeps verifying for 24 h. It waits at most `--wait-seconds` (default 30) for the
+ * test event, then fails saying so.
  *
  * The receiver is plain HTTP on WEBHOOK_PORT: in production a TLS proxy in
  * front of it gives the https:// address the service requires.
@@ -24,6 +30,17 @@ export interface ExampleOptions {
   webhookUrl: string;
   /** where the receiver listens; 0 = any free port */
   port: number;
+  /** replace a webhook already set to another address (default: refuse, and change nothing) */
+  replaceWebhook?: boolean;
+  /** how long to wait for the test event (default 30 s) */
+  waitMs?: number;
+}
+
+/** The refusal when the key's webhook points elsewhere: nothing was changed. */
+export class LiveWebhookError extends Error {
+  constructor(readonly url: string) {
+    super(`This API key's webhook is set to ${url}; it is left as it is. Run with --replace-webhook to point it here instead.`);
+  }
 }
 
 export interface ExampleResult {
@@ -58,43 +75,66 @@ export async function runExample(opts: ExampleOptions): Promise<ExampleResult & 
   let firstEvent!: (e: WebhookEvent) => void;
   const event = new Promise<WebhookEvent>((resolve) => (firstEvent = resolve));
   const server = await startWebhookReceiver(opts.port, () => secret, (e) => firstEvent(e));
-  const webhookUrl = opts.webhookUrl.replace(':0/', `:${(server.address() as AddressInfo).port}/`);
+  try {
+    const webhookUrl = opts.webhookUrl.replace(':0/', `:${(server.address() as AddressInfo).port}/`);
 
-  // 1. the webhook: the secret is shown only in this response; keep it with your settings
-  const hook = await api.PUT('/webhook', { body: { url: webhookUrl } });
-  if (!hook.data) throw new Error(`PUT /webhook: ${JSON.stringify(hook.error)}`);
-  secret = hook.data.secret;
+    // 1. the webhook: a live one elsewhere is kept unless asked; the same address gets a rotated secret,
+    //    which the previous one keeps signing beside for 24 h. The secret is shown only in this response.
+    const current = await api.GET('/webhook');
+    if (current.data && current.data.url !== webhookUrl && !opts.replaceWebhook) throw new LiveWebhookError(current.data.url);
+    const hook = await api.PUT('/webhook', { body: { url: webhookUrl, rotate: current.data?.url === webhookUrl } });
+    if (!hook.data) throw new Error(`PUT /webhook: ${JSON.stringify(hook.error)}`);
+    secret = hook.data.secret;
 
-  // 2. a lesson; the Idempotency-Key makes a retry after a network error return the same lesson
-  const created = await api.POST('/lessons', {
-    params: { header: { 'Idempotency-Key': randomUUID() } },
-    body: { title: 'Algebra: quadratic equations', external_id: `course-7-${randomUUID()}`, mode: 'full', subject_mode: 'math' },
-  });
-  if (!created.data) throw new Error(`POST /lessons: ${JSON.stringify(created.error)}`);
-  const lesson = created.data;
+    // 2. a lesson; the Idempotency-Key makes a retry after a network error return the same lesson
+    const created = await api.POST('/lessons', {
+      params: { header: { 'Idempotency-Key': randomUUID() } },
+      body: { title: 'Algebra: quadratic equations', external_id: `course-7-${randomUUID()}`, mode: 'full', subject_mode: 'math' },
+    });
+    if (!created.data) throw new Error(`POST /lessons: ${JSON.stringify(created.error)}`);
+    const lesson = created.data;
 
-  // 3. one link per person, right before they enter
-  const link = async (id: string, name: string, role: 'teacher' | 'student') => {
-    const res = await api.POST('/lessons/{id}/links', { params: { path: { id: lesson.id } }, body: { user: { id, name, role }, ttl_minutes: 60 } });
-    if (!res.data) throw new Error(`POST /lessons/{id}/links: ${JSON.stringify(res.error)}`);
-    return res.data;
-  };
-  const links = { teacher: await link('teacher-1', 'Ann Teacher', 'teacher'), student: await link('student-1', 'Bob Student', 'student') };
+    // 3. one link per person, right before they enter
+    const link = async (id: string, name: string, role: 'teacher' | 'student') => {
+      const res = await api.POST('/lessons/{id}/links', { params: { path: { id: lesson.id } }, body: { user: { id, name, role }, ttl_minutes: 60 } });
+      if (!res.data) throw new Error(`POST /lessons/{id}/links: ${JSON.stringify(res.error)}`);
+      return res.data;
+    };
+    const links = { teacher: await link('teacher-1', 'Ann Teacher', 'teacher'), student: await link('student-1', 'Bob Student', 'student') };
 
-  // 4. a test event proves the endpoint is reachable and the signature checks out
-  const sent = await api.POST('/webhook/test');
-  if (sent.response.status !== 202) throw new Error(`POST /webhook/test: ${JSON.stringify(sent.error)}`);
-  return { lesson, links, event: await event, server };
+    // 4. a test event proves the endpoint is reachable and the signature checks out
+    const sent = await api.POST('/webhook/test');
+    if (sent.response.status !== 202) throw new Error(`POST /webhook/test: ${JSON.stringify(sent.error)}`);
+    const waitMs = opts.waitMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`No webhook.test event arrived within ${waitMs / 1000} s: can the service reach ${webhookUrl}?`)), waitMs);
+    });
+    const first = await Promise.race([event, timeout]).finally(() => clearTimeout(timer));
+    return { lesson, links, event: first, server };
+  } catch (err) {
+    server.close();
+    throw err;
+  }
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const env = (name: string) => process.env[name] ?? (() => { throw new Error(`${name} is not set`); })();
-  const result = await runExample({
-    baseUrl: env('LESSONS_BASE_URL'),
-    apiKey: env('LESSONS_API_KEY'),
-    webhookUrl: env('WEBHOOK_PUBLIC_URL'),
-    port: Number(process.env.WEBHOOK_PORT ?? 3000),
-  });
-  console.log(`lesson ${result.lesson.id}\nteacher ${result.links.teacher.url}\nstudent ${result.links.student.url}\nwebhook ${result.event.type} #${result.event.id} verified`);
-  result.server.close();
+  const args = process.argv.slice(2);
+  const wait = args.indexOf('--wait-seconds');
+  try {
+    const result = await runExample({
+      baseUrl: env('LESSONS_BASE_URL'),
+      apiKey: env('LESSONS_API_KEY'),
+      webhookUrl: env('WEBHOOK_PUBLIC_URL'),
+      port: Number(process.env.WEBHOOK_PORT ?? 3000),
+      replaceWebhook: args.includes('--replace-webhook'),
+      waitMs: wait >= 0 ? Number(args[wait + 1]) * 1000 : undefined,
+    });
+    console.log(`lesson ${result.lesson.id}\nteacher ${result.links.teacher.url}\nstudent ${result.links.student.url}\nwebhook ${result.event.type} #${result.event.id} verified`);
+    result.server.close();
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exitCode = 1;
+  }
 }

@@ -17,7 +17,19 @@ export * from './verify.js';
 export type Schemas = components['schemas'];
 export type Lesson = Schemas['Lesson'];
 export type ParticipantLink = Schemas['ParticipantLink'];
+/** Every error but 422: `{detail: {code, message}, request_id}`. */
 export type ApiError = Schemas['Error'];
+/** Every 422: `{detail: [{loc, msg, type}], request_id}`, one item per failing field. */
+export type ValidationErrorBody = Schemas['ValidationError'];
+export type ValidationIssue = Schemas['ValidationIssue'];
+
+/**
+ * Tells a 422 (a list of failing fields in `detail`) from every other error (`detail.code`), so
+ * that after it `error.detail.code` type-checks; both carry `request_id`.
+ */
+export function isValidationError(error: ApiError | ValidationErrorBody): error is ValidationErrorBody {
+  return Array.isArray(error.detail);
+}
 /** A delivered webhook event, by `type`. */
 export type WebhookEvent =
   | Schemas['LessonStartedEvent']

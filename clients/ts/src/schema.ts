@@ -797,13 +797,24 @@ export interface components {
                 code: string;
                 message: string;
             };
+            /** @description The id of the request this error answers: the same value as the X-Request-Id header. Quote it when reporting a problem. */
+            request_id: string;
         };
         ValidationError: {
-            detail: {
-                loc: (string | number)[];
-                msg: string;
-                type: string;
-            }[];
+            detail: components["schemas"]["ValidationIssue"][];
+            /** @description The id of the request this error answers: the same value as the X-Request-Id header. Quote it when reporting a problem. */
+            request_id: string;
+        };
+        ValidationIssue: {
+            /** @description Where the value was (`body`, `query` or `path`), then the path of the field in it, e.g. `["body", "user", "name"]` */
+            loc: (string | number)[];
+            /** @description What is wrong, in English, for a person */
+            msg: string;
+            /**
+             * @description What is wrong, as a code a program can act on
+             * @enum {string}
+             */
+            type: "invalid_type" | "too_small" | "too_big" | "invalid_format" | "invalid_value" | "invalid_union" | "invalid_key" | "invalid_element" | "not_multiple_of" | "unrecognized_keys" | "custom" | "nul_character" | "lone_surrogate";
         };
         Lesson: {
             /** @description lsn_ followed by 22 characters; opaque, at most 64 characters */
@@ -3857,6 +3868,18 @@ export interface operations {
                             code?: "unauthorized";
                         };
                     };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppError, errorBody, Errors, INTERNAL_ERROR_BODY } from '../../errors.js';
+import { AppError, errorBody, Errors, INTERNAL_ERROR_BODY, withRequestId } from '../../errors.js';
 import { sha256 } from '../../lib/crypto.js';
 import { webhookRuntime } from '../../webhooks/runtime.js';
 import type { ApiContext } from '../route.js';
@@ -75,7 +75,9 @@ function replay(ctx: ApiContext, r: StoredResponse, partnerId: string): void {
   ctx.status = r.status;
   ctx.set(REPLAYED_HEADER, 'true');
   if (r.body !== null) {
-    ctx.body = webhookRuntime(ctx.state.deps).secrets.open(r.body, partnerId);
+    const json = webhookRuntime(ctx.state.deps).secrets.open(r.body, partnerId);
+    // an error is stored without a request id; it answers with this request's, like X-Request-Id
+    ctx.body = r.status >= 400 ? JSON.stringify(withRequestId(JSON.parse(json) as { detail: unknown }, ctx.state.requestId)) : json;
     ctx.type = 'application/json';
   }
 }

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import type { Logger } from '../../logger.js';
-import { AppError, errorBody, INTERNAL_ERROR_BODY } from '../../errors.js';
+import { AppError, errorBody, INTERNAL_ERROR_BODY, withRequestId } from '../../errors.js';
 import type { ApiContext } from '../route.js';
 import { ClientClosedRequest } from './jsonBody.js';
 
@@ -9,7 +9,7 @@ const CLIENT_CLOSED = 499;
 
 /**
  * The one place where errors become responses:
- * AppError -> its status and `{"detail": {"code", "message"}}` (422: `{"detail": [issues]}`);
+ * AppError -> its status and `{"detail": {"code", "message"}, "request_id"}` (422: `{"detail": [issues], "request_id"}`);
  * a client that hung up mid-body -> 499 in the access log, one info line, no stack (it is not our fault);
  * anything else -> 500 `internal`, logged with the request id, never a stack trace in the body.
  */
@@ -20,7 +20,7 @@ export async function errorHandler(ctx: ApiContext, next: Next): Promise<void> {
     if (err instanceof AppError) {
       ctx.status = err.status;
       for (const [k, v] of Object.entries(err.headers ?? {})) ctx.set(k, v);
-      ctx.body = errorBody(err);
+      ctx.body = withRequestId(errorBody(err), ctx.state.requestId);
       return;
     }
     const log = ctx.state.deps?.log;
@@ -31,7 +31,7 @@ export async function errorHandler(ctx: ApiContext, next: Next): Promise<void> {
     }
     log?.error({ err, request_id: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
     ctx.status = 500;
-    ctx.body = INTERNAL_ERROR_BODY;
+    ctx.body = withRequestId(INTERNAL_ERROR_BODY, ctx.state.requestId);
   }
 }
 
