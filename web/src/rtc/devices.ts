@@ -79,7 +79,7 @@ function problemText(camera: unknown, mic: unknown): string | null {
   const still = cam && mc ? 'You can still join to see and hear the others, and use the board and the chat.' : cam ? 'You can join with your microphone only.' : 'You can join with your camera only.';
   if (denied(cam) || denied(mc))
     return `The browser blocked your ${what} for this page. ${still} To use them, allow them in the address bar's site settings, then press Try again.`;
-  if (missing(cam) && (missing(mc) || !mc)) return `No ${what} was found. ${still}`;
+  if (missing(cam) && (missing(mc) || !mc)) return `No ${what.replace(' and ', ' or ')} was found. ${still}`;
   if (missing(mc) && !cam) return `No microphone was found. ${still}`;
   return `Your ${what} could not be started (another program may be using it). ${still}`;
 }
