@@ -106,6 +106,45 @@ describe('pointers of the others', () => {
     await boris.context().close();
   }, 180_000);
 
+  it('draws the others\' pointers again only when one moves, not in every animation frame while they are still', async () => {
+    const { teacher, boris } = await threePeople();
+    await boris.mouse.move(5, 5);
+    // how often Boris's page draws the editor's pointer layer (its interactive canvas) and hands pointers to it, over 30 of its frames
+    const drawsOver30Frames = () =>
+      boris.evaluate(async () => {
+        const proto = CanvasRenderingContext2D.prototype;
+        const clear = proto.clearRect;
+        let draws = 0;
+        proto.clearRect = function (...a: Parameters<typeof clear>) {
+          if (this.canvas.classList.contains('interactive')) draws++;
+          return clear.apply(this, a);
+        };
+        const board = document.querySelector('[data-testid=board]')!;
+        const handedAt = board.getAttribute('data-pointers-at');
+        for (let i = 0; i < 30; i++) await new Promise(requestAnimationFrame);
+        proto.clearRect = clear;
+        const shown = JSON.parse(board.getAttribute('data-pointers') ?? '[]').some((p: { name: string }) => p.name === 'Anna Petrova');
+        return { draws, handed: board.getAttribute('data-pointers-at') !== handedAt, shown };
+      });
+    // while the teacher moves, her pointer is drawn anew as it goes
+    await moveOnCanvas(teacher, 300, 300);
+    await pointerOf(boris, 'Anna Petrova');
+    const box = await canvasBox(teacher);
+    let still = false;
+    const moving = (async () => {
+      for (let i = 0; !still; i++) await teacher.mouse.move(box.x + 300 + (i % 40) * 3, box.y + 300);
+    })();
+    const during = await drawsOver30Frames();
+    still = true;
+    await moving;
+    expect(during.draws).toBeGreaterThan(0);
+    expect(during.handed).toBe(true);
+    // she stops, her pointer still shown: nothing is drawn or handed to the editor again
+    await expect.poll(async () => { const w = await drawsOver30Frames(); return w.shown && w.draws === 0 && !w.handed; }, { timeout: 4000 }).toBe(true);
+    await teacher.context().close();
+    await boris.context().close();
+  }, 120_000);
+
   it("shows the teacher's laser trail on the student's screen, fading as it does locally", async () => {
     const { teacher, boris } = await threePeople();
     await boris.mouse.move(5, 5);
