@@ -103,4 +103,17 @@ describe('joining the call', () => {
     expect(await boris.getByTestId('call-waiting').count()).toBe(0);
     await boris.context().close();
   }, 120_000);
+
+  it('fits the preview and the choice beside the board of a phone on its side (844 x 390)', async () => {
+    const l = await stack.lesson('full', 'generic');
+    const boris = await stack.open(await l.url('s1', 'Boris', 'student'), { ...PHONE, viewport: { width: 844, height: 390 } }, undefined, { askToJoin: true });
+    await boris.waitForFunction(() => (document.querySelector<HTMLVideoElement>('[data-testid=preview]')?.videoWidth ?? 0) > 0, null, { timeout: 20_000 });
+    await stack.shot(boris, 'prejoin-phone-landscape');
+    expect(await boris.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight])).toEqual([844, 390]);
+    // the whole of the choice can be reached in the panel, and joining works from there
+    await boris.getByTestId('join-call').scrollIntoViewIfNeeded();
+    await boris.getByTestId('join-call').tap();
+    await boris.getByTestId('toggle-mic').filter({ hasText: 'Mic on' }).waitFor();
+    await boris.context().close();
+  }, 120_000);
 });
