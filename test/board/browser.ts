@@ -42,6 +42,10 @@ export interface PageStack {
   shot(page: Page, name: string): Promise<void>;
 }
 
+/** Remote video tiles of a page whose connection is up, with video playing. */
+export const liveTiles = (page: Page) =>
+  page.evaluate(() => [...document.querySelectorAll<HTMLElement>('.tile:not(.self)')].filter((t) => t.dataset.peerState === 'connected' && (t.querySelector('video')?.readyState ?? 0) >= 2).length);
+
 /** A tab that joined the call before (web/src/rtc/devices.ts keeps the choice per tab): the page joins again at once. */
 export const JOINED_CALL = () => {
   if (!sessionStorage.getItem('call.choice')) sessionStorage.setItem('call.choice', JSON.stringify({ joined: true, camera: true, mic: true }));

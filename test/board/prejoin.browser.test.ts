@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { drawRect, showsExactly } from './actions.js';
-import { LAPTOP, PHONE, startPageStack } from './browser.js';
+import { LAPTOP, liveTiles, PHONE, startPageStack } from './browser.js';
 
 /**
  * Joining the call as people expect, in Chromium with the fake camera and microphone: a fresh tab
@@ -12,9 +12,6 @@ import { LAPTOP, PHONE, startPageStack } from './browser.js';
  */
 const stack = await startPageStack();
 
-/** Remote tiles whose connection is up, with video playing. */
-const liveTiles = (page: Page) =>
-  page.evaluate(() => [...document.querySelectorAll<HTMLElement>('.tile:not(.self)')].filter((t) => t.dataset.peerState === 'connected' && (t.querySelector('video')?.readyState ?? 0) >= 2).length);
 const choiceOf = (page: Page) => page.evaluate(() => JSON.parse(sessionStorage.getItem('call.choice') ?? 'null'));
 
 /** getUserMedia refused as the browser does when the person blocked the page, or has no such device. */

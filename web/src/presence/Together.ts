@@ -397,8 +397,8 @@ function publishPointers(api: ExcalidrawImperativeAPI, collaborators: Map<Socket
   const shown = [...collaborators.values()]
     .filter((c) => c.pointer)
     .map((c) => ({
-      id: c.id,
-      name: c.username,
+      id: c.id ?? '',
+      name: c.username ?? '',
       tool: c.pointer!.tool,
       x: c.pointer!.x,
       y: c.pointer!.y,
