@@ -13,7 +13,8 @@
  *    were shown (the rest were coalesced into a later one, as meant).
  * 2. The student's page CPU (Chrome's TaskDuration through the DevTools protocol: main-thread work
  *    of the page) over SECONDS while 10 others move their pointers on its page, against the same
- *    page with nobody moving.
+ *    page with nobody moving, and over 3.5 s right after they stop, their 10 pointers still shown
+ *    (an idle pointer costs nothing: nothing is drawn again until one moves).
  *
  * Options: SECONDS (default 10), MOVE_MS (default 40), WEB_DIR (a built page; default: built from
  * this tree's sources).
@@ -40,6 +41,8 @@ const SECONDS = Number(env.SECONDS);
 const MOVE_MS = Number(env.MOVE_MS);
 const OTHERS = 18;
 const MOVERS_FOR_CPU = 10;
+/** How long the page's CPU is measured with the pointers shown but still: less than the page's idle time for a pointer (5 s). */
+const IDLE_SHOWN_MS = 3500;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -125,6 +128,13 @@ async function main(): Promise<void> {
     await student.waitForFunction((n) => JSON.parse(document.querySelector('[data-testid=board]')?.getAttribute('data-pointers') ?? '[]').length >= n, MOVERS_FOR_CPU);
     const moving = await busy();
     movers.slice(0, MOVERS_FOR_CPU).forEach((m) => m.stop());
+    // the same 10 pointers still shown, none moving (until the page drops them as idle, POINTER_IDLE_MS)
+    await sleep(300);
+    const stillT0 = await cpu();
+    await sleep(IDLE_SHOWN_MS);
+    const still = ((await cpu()) - stillT0) / (IDLE_SHOWN_MS / 1000);
+    const shownAfter = await student.evaluate(() => JSON.parse(document.querySelector('[data-testid=board]')?.getAttribute('data-pointers') ?? '[]').length);
+    if (shownAfter < MOVERS_FOR_CPU) throw new Error(`only ${shownAfter} pointers were still shown at the end of the idle measure`);
 
     // ---- 1. latency, with all 18 others moving ----
     movers.forEach((m, i) => m.start(page, i));
@@ -184,6 +194,7 @@ async function main(): Promise<void> {
     console.log(`| moves shown / made | ${latencies.length} / ${moves.length} |`);
     console.log(`| the student page's CPU, nobody moving | ${(idle * 100).toFixed(1)} % of a core |`);
     console.log(`| the student page's CPU, ${MOVERS_FOR_CPU} others moving | ${(moving * 100).toFixed(1)} % of a core |`);
+    console.log(`| the student page's CPU, ${MOVERS_FOR_CPU} others' pointers shown, none moving (${IDLE_SHOWN_MS / 1000} s) | ${(still * 100).toFixed(1)} % of a core |`);
     console.log(`| load average at the end | ${loadavg().map((l) => l.toFixed(2)).join(' ')} |`);
   } finally {
     for (const m of movers) m.close();

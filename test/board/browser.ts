@@ -31,12 +31,25 @@ export interface PageStack {
   browser: () => Browser;
   partner: () => PartnerFixture;
   lesson(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics'): Promise<{ lessonId: string; url: (id: string, name: string, role: 'teacher' | 'student') => Promise<string> }>;
-  /** `init`: a script run in the page before its own (e.g. to record what the page creates) */
-  open(url: string, options?: BrowserContextOptions, init?: () => void): Promise<Watched>;
+  /**
+   * `init`: a script run in the page before its own (e.g. to record what the page creates). The page
+   * joins a `full` lesson's call at once, as after a reload of a tab that joined it; `askToJoin`: a
+   * fresh tab, which shows the camera preview and devices first.
+   */
+  open(url: string, options?: BrowserContextOptions, init?: () => void, opts?: { askToJoin?: boolean }): Promise<Watched>;
   /** A new lesson with its teacher (Anna Petrova) and a student (Boris) on their pages. */
   teacherAndStudent(mode: 'full' | 'board_only', subject: 'generic' | 'math' | 'physics'): Promise<{ a: Watched; b: Watched }>;
   shot(page: Page, name: string): Promise<void>;
 }
+
+/** Remote video tiles of a page whose connection is up, with video playing. */
+export const liveTiles = (page: Page) =>
+  page.evaluate(() => [...document.querySelectorAll<HTMLElement>('.tile:not(.self)')].filter((t) => t.dataset.peerState === 'connected' && (t.querySelector('video')?.readyState ?? 0) >= 2).length);
+
+/** A tab that joined the call before (web/src/rtc/devices.ts keeps the choice per tab): the page joins again at once. */
+export const JOINED_CALL = () => {
+  if (!sessionStorage.getItem('call.choice')) sessionStorage.setItem('call.choice', JSON.stringify({ joined: true, camera: true, mic: true }));
+};
 
 /** Starts the gateway and Chromium for one test file; both close after it. `env`: gateway settings for this file (e.g. a smaller socket cap). */
 export async function startPageStack(env: Record<string, string> = {}): Promise<PageStack> {
@@ -62,8 +75,9 @@ export async function startPageStack(env: Record<string, string> = {}): Promise<
           (await issueLink(gw.deps.sql, { partner: p.partner, lesson, input: { user: { id, name, role }, ttl_minutes: 60 }, embedBaseUrl: origin, at: new Date() })).url,
       };
     },
-    async open(url, options = LAPTOP, init) {
+    async open(url, options = LAPTOP, init, opts = {}) {
       const ctx = await browser.newContext(options);
+      if (!opts.askToJoin) await ctx.addInitScript(JOINED_CALL);
       if (init) await ctx.addInitScript(init);
       const page = (await ctx.newPage()) as Watched;
       page.offOrigin = [];

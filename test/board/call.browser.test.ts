@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { LAPTOP, startPageStack } from './browser.js';
+import { LAPTOP, liveTiles, startPageStack } from './browser.js';
 
 /**
  * The video call recovers by itself and works per tab, in
@@ -24,11 +24,6 @@ const RECORD_PCS = () => {
 
 const open = (url: string) => stack.open(url, LAPTOP, RECORD_PCS);
 
-/** Remote tiles whose connection is up, with video playing. */
-const liveTiles = (page: Page) =>
-  page.evaluate(
-    () => [...document.querySelectorAll<HTMLElement>('.tile:not(.self)')].filter((t) => t.dataset.peerState === 'connected' && (t.querySelector('video')?.readyState ?? 0) >= 2).length,
-  );
 /** Peer connections of the page that are up. */
 const connectedPcs = (page: Page) => page.evaluate(() => (window as unknown as { __pcs: RTCPeerConnection[] }).__pcs.filter((pc) => pc.connectionState === 'connected').length);
 const tiles = (page: Page) => page.locator('.tile:not(.self)').count();

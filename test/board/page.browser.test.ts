@@ -261,6 +261,8 @@ describe('the participant page in Chromium, served by the gateway', () => {
     const { teacher, student } = await lessonWithLinks('full', 'physics');
     const a = await open(teacher.url);
     const b = await open(student.url);
+    // each joins the call from its preview (a fresh tab asks first)
+    for (const pg of [a, b]) await pg.getByTestId('join-call').click({ timeout: 20_000 });
     for (const pg of [a, b]) {
       // the peer connection is connected and the other person's (fake) camera is playing
       await pg.locator('.tile:not(.self)[data-peer-state=connected]').waitFor({ timeout: 60_000 });

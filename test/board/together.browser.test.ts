@@ -106,6 +106,45 @@ describe('pointers of the others', () => {
     await boris.context().close();
   }, 180_000);
 
+  it('draws the others\' pointers again only when one moves, not in every animation frame while they are still', async () => {
+    const { teacher, boris } = await threePeople();
+    await boris.mouse.move(5, 5);
+    // how often Boris's page draws the editor's pointer layer (its interactive canvas) and hands pointers to it, over 30 of its frames
+    const drawsOver30Frames = () =>
+      boris.evaluate(async () => {
+        const proto = CanvasRenderingContext2D.prototype;
+        const clear = proto.clearRect;
+        let draws = 0;
+        proto.clearRect = function (...a: Parameters<typeof clear>) {
+          if (this.canvas.classList.contains('interactive')) draws++;
+          return clear.apply(this, a);
+        };
+        const board = document.querySelector('[data-testid=board]')!;
+        const handedAt = board.getAttribute('data-pointers-at');
+        for (let i = 0; i < 30; i++) await new Promise(requestAnimationFrame);
+        proto.clearRect = clear;
+        const shown = JSON.parse(board.getAttribute('data-pointers') ?? '[]').some((p: { name: string }) => p.name === 'Anna Petrova');
+        return { draws, handed: board.getAttribute('data-pointers-at') !== handedAt, shown };
+      });
+    // while the teacher moves, her pointer is drawn anew as it goes
+    await moveOnCanvas(teacher, 300, 300);
+    await pointerOf(boris, 'Anna Petrova');
+    const box = await canvasBox(teacher);
+    let still = false;
+    const moving = (async () => {
+      for (let i = 0; !still; i++) await teacher.mouse.move(box.x + 300 + (i % 40) * 3, box.y + 300);
+    })();
+    const during = await drawsOver30Frames();
+    still = true;
+    await moving;
+    expect(during.draws).toBeGreaterThan(0);
+    expect(during.handed).toBe(true);
+    // she stops, her pointer still shown: nothing is drawn or handed to the editor again
+    await expect.poll(async () => { const w = await drawsOver30Frames(); return w.shown && w.draws === 0 && !w.handed; }, { timeout: 4000 }).toBe(true);
+    await teacher.context().close();
+    await boris.context().close();
+  }, 120_000);
+
   it("shows the teacher's laser trail on the student's screen, fading as it does locally", async () => {
     const { teacher, boris } = await threePeople();
     await boris.mouse.move(5, 5);
@@ -167,6 +206,36 @@ describe("following someone's view", () => {
     await teacher.locator('[data-testid=followers]').waitFor({ state: 'detached' });
     await teacher.context().close();
     await boris.context().close();
+  }, 180_000);
+
+  it("follows a person on a click or a tap on their pointer's name label, until the badge's stop", async () => {
+    const { teacher, boris, url } = await threePeople();
+    const vera = await stack.open(await url('s2', 'Vera', 'student'), PHONE);
+    await boris.mouse.move(5, 5);
+    await moveOnCanvas(teacher, 200, 300);
+    await pointerOf(boris, 'Anna Petrova');
+    await pointerOf(vera, 'Anna Petrova');
+    // Boris clicks her name under her pointer: he follows her
+    const [p] = await pointers(boris);
+    const box = await canvasBox(boris);
+    await boris.mouse.click(box.x + p.sx + 20, box.y + p.sy + 24);
+    await expect.poll(() => followBadge(boris).textContent()).toContain('Anna Petrova');
+    await expect.poll(() => teacher.locator('[data-testid=followers]').textContent()).toContain('Boris');
+    await stack.shot(boris, 'together-follow-label');
+    // Vera taps it on her phone
+    const [q] = (await pointers(vera)).filter((x) => x.name === 'Anna Petrova');
+    const vbox = await canvasBox(vera);
+    await vera.touchscreen.tap(vbox.x + q.sx + 20, vbox.y + q.sy + 24);
+    await expect.poll(() => followBadge(vera).textContent()).toContain('Anna Petrova');
+    await expect.poll(() => teacher.locator('[data-testid=followers]').textContent()).toMatch(/Boris.*Vera|Vera.*Boris/);
+    await stack.shot(vera, 'together-follow-label-phone');
+    // the editor's own stop button on the badge ends it
+    await boris.locator('.follow-mode__disconnect-btn').click();
+    await followBadge(boris).waitFor({ state: 'detached' });
+    await expect.poll(() => teacher.locator('[data-testid=followers]').textContent()).not.toContain('Boris');
+    expect(boris.errors).toEqual([]);
+    expect(vera.errors).toEqual([]);
+    for (const pg of [teacher, boris, vera]) await pg.context().close();
   }, 180_000);
 
   it('makes every student follow the teacher, a late joiner on a phone too; a student steps out and comes back', async () => {
@@ -241,4 +310,40 @@ describe('pages as people expect', () => {
     await teacher.context().close();
     await boris.context().close();
   }, 180_000);
+
+  it('lets a teacher on a phone reorder pages by holding a tab and sliding it, while a tap still opens a page', async () => {
+    const l = await stack.lesson('board_only', 'generic');
+    const teacher = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'), PHONE);
+    const boris = await stack.open(await l.url('s1', 'Boris', 'student'));
+    await teacher.getByRole('button', { name: 'Add page' }).tap();
+    await teacher.locator('[data-testid=page-tab-1][aria-current=page]').waitFor();
+    await boris.locator('[data-testid=page-tab-1]', { hasText: 'Page 2' }).waitFor();
+    const centre = async (i: number) => {
+      const b = (await teacher.locator(`[data-testid=page-tab-wrap-${i}]`).boundingBox())!;
+      return [b.x + b.width / 2, b.y + b.height / 2] as const;
+    };
+    const [fx, fy] = await centre(1);
+    const [tx] = await centre(0);
+    // the finger, as the phone's touch screen sends it (Chromium's input pipeline: touch and pointer events)
+    const cdp = await teacher.context().newCDPSession(teacher);
+    const finger = (type: 'touchStart' | 'touchMove' | 'touchEnd', x: number, y: number) =>
+      cdp.send('Input.dispatchTouchEvent', { type, touchPoints: type === 'touchEnd' ? [] : [{ x, y }] });
+    await finger('touchStart', fx, fy);
+    // held: the tab lifts; then slid onto "Page 1"
+    await teacher.locator('[data-testid=page-tab-wrap-1][data-lifted=true]').waitFor();
+    for (let i = 1; i <= 6; i++) await finger('touchMove', fx + ((tx - fx) * i) / 6, fy);
+    await teacher.locator('[data-testid=page-tab-wrap-0].drop-target').waitFor();
+    await stack.shot(teacher, 'together-reorder-touch');
+    await finger('touchEnd', tx, fy);
+    await boris.locator('[data-testid=page-tab-0]', { hasText: 'Page 2' }).waitFor();
+    await teacher.locator('[data-testid=page-tab-0]', { hasText: 'Page 2' }).waitFor();
+    expect(await teacher.locator('[data-lifted]').count()).toBe(0);
+    // a short tap is not a drag: it opens the page, the order stays
+    await teacher.locator('[data-testid=page-tab-1]').tap();
+    await teacher.locator('[data-testid=page-tab-1][aria-current=page]', { hasText: 'Page 1' }).waitFor();
+    expect(await teacher.locator('[data-testid=page-tab-0]').textContent()).toContain('Page 2');
+    expect(teacher.errors).toEqual([]);
+    await teacher.context().close();
+    await boris.context().close();
+  }, 120_000);
 });

@@ -8,6 +8,8 @@ import { PanelToggle, usePhoneLayout } from './layout/PanelToggle.js';
 import { FollowBar } from './presence/FollowBar.js';
 import { NOBODY_FOLLOWS, Together } from './presence/Together.js';
 import { Call } from './rtc/call.js';
+import { loadChoice, openMedia, type CallChoice } from './rtc/devices.js';
+import { PreJoin } from './rtc/PreJoin.js';
 import { SidePanel, type ChatLine } from './ui/SidePanel.js';
 import { VideoTiles } from './ui/VideoTiles.js';
 
@@ -39,6 +41,11 @@ export function App({ token }: { token: string }) {
   const board = useRef<BoardHandle | null>(null);
   const early = useRef<BoardMessage[]>([]);
   const call = useRef<Call | null>(null);
+  /** the camera/microphone choice of this tab (joined before: a reload joins again with it) */
+  const choice = useRef<CallChoice>(loadChoice());
+  const joining = useRef(false);
+  const participantsRef = useRef<Participant[]>([]);
+  participantsRef.current = participants;
   const connection = useRef<Connection | null>(null);
   const together = useRef<Together | null>(null);
   const togetherState = useSyncExternalStore(together.current?.subscribe ?? noSubscription, together.current?.state ?? (() => NOBODY_FOLLOWS));
@@ -88,15 +95,7 @@ export function App({ token }: { token: string }) {
         if (board.current) board.current.connected();
         if (w.lesson.mode === 'full') {
           const mine = media.current.get(w.you.id);
-          if (!call.current) {
-            const c = (call.current = new Call(w.you.id, w.ice_servers ?? [], (m) => send(m), rerender));
-            c.conn = w.call_id ?? '';
-            c.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
-            void c.start().then(() => {
-              reportMedia();
-              for (const p of others) c.peerPresent(p.id);
-            });
-          } else {
+          if (call.current) {
             // a new socket: a new call id, and every tab is asked to call this one again
             call.current.conn = w.call_id ?? '';
             call.current.setIceServers(w.ice_servers ?? []);
@@ -104,6 +103,13 @@ export function App({ token }: { token: string }) {
             call.current.reset();
             reportMedia();
             for (const p of others) call.current.peerPresent(p.id);
+          } else if (choice.current.joined && !joining.current) {
+            // joined in this tab before the reload: again, with the same devices, without asking
+            joining.current = true;
+            void openMedia(choice.current).then(({ stream, problem }) => {
+              joinCall(stream, choice.current);
+              if (problem) notify(problem);
+            });
           }
         }
         return;
@@ -227,6 +233,22 @@ export function App({ token }: { token: string }) {
     }
   }
 
+  /** Joins the call with the media chosen (none: the person sees and hears the others only). */
+  function joinCall(stream: MediaStream | null, c: CallChoice) {
+    const w = welcomeRef.current;
+    if (!w || call.current) return stream?.getTracks().forEach((t) => t.stop());
+    choice.current = c;
+    const mine = media.current.get(w.you.id);
+    const k = (call.current = new Call(w.you.id, w.ice_servers ?? [], (m) => send(m), rerender));
+    k.conn = w.call_id ?? '';
+    k.speaker = c.speakerId;
+    k.block({ camera: !!mine?.camera_blocked, mic: !!mine?.mic_blocked });
+    k.start(stream, { camera: c.camera, mic: c.mic });
+    reportMedia();
+    for (const p of participantsRef.current) k.peerPresent(p.id);
+    rerender();
+  }
+
   const onBoardReady = (h: BoardHandle) => {
     board.current = h;
     if (conn.kind === 'open' || welcome) h.connected();
@@ -262,7 +284,7 @@ export function App({ token }: { token: string }) {
           <h1>{welcome?.lesson.title ?? 'Lesson'}</h1>
           {welcome && <span className="subject">{subjectLabel(welcome.lesson.subject_mode)}</span>}
         </div>
-        {welcome && phone && <PanelToggle open={panelOpen} setOpen={setPanelOpen} chat={chat} meId={welcome.you.id} />}
+        {welcome && phone && <PanelToggle open={panelOpen} setOpen={setPanelOpen} chat={chat} meId={welcome.you.id} callWaiting={full && !call.current && !choice.current.joined} />}
         <span className={`conn ${conn.kind}`} data-testid="connection" data-state={conn.kind}>
           <span className="dot" />
           {status}
@@ -280,6 +302,7 @@ export function App({ token }: { token: string }) {
         {welcome && me && (
           <div className="side-wrap" id="side-panel">
             {full && call.current && <VideoTiles call={call.current} me={{ ...me, camera: call.current.camera, mic: call.current.mic }} participants={participants} changed={reportMedia} />}
+            {full && !call.current && !choice.current.joined && <PreJoin name={me.name} choice={choice.current} onJoin={joinCall} />}
             <SidePanel
               me={me}
               participants={participants}

@@ -198,6 +198,26 @@ export function Board(props: {
     };
   }, [images]);
 
+  // A click (or tap) on another person's pointer's name label follows them (docs/board.md, "Following"),
+  // caught before the editor, which would start a selection there.
+  useEffect(() => {
+    const el = canvasRef.current;
+    const together = props.together;
+    if (!el || !together) return;
+    const down = (e: PointerEvent) => {
+      const canvas = e.target as HTMLElement | null;
+      if (!canvas?.matches('canvas.interactive') || e.button !== 0) return;
+      const r = canvas.getBoundingClientRect();
+      const id = together.labelAt(e.clientX - r.left, e.clientY - r.top);
+      if (!id) return;
+      e.preventDefault();
+      e.stopPropagation();
+      together.follow(id);
+    };
+    el.addEventListener('pointerdown', down, true);
+    return () => el.removeEventListener('pointerdown', down, true);
+  }, [props.together]);
+
   /**
    * The board is handed to the connection only once the editor is ready:
    * Excalidraw calls onChange for the first time after it loaded its initial

@@ -6,11 +6,16 @@ import { PinIcon } from '../ui/icons.js';
 import type { SyncView } from './sync.js';
 
 const newPageId = () => `pg-${Math.random().toString(36).slice(2, 12)}`;
+/** A finger held this long on a tab picks it up to be moved (a shorter touch taps it, a move scrolls the tabs). */
+const LONG_PRESS_MS = 350;
+/** A finger that moves this far before the long press scrolls the tabs instead. */
+const SLOP_PX = 8;
 
 /**
  * Page tabs. Everyone can add and rename pages (double-click or F2: the name is edited in place on
  * its tab, Enter keeps it, Esc drops it); a teacher can also delete pages, pin one (everyone is
- * moved to it, students cannot leave it) and reorder them by dragging a tab onto another.
+ * moved to it, students cannot leave it) and reorder them by dragging a tab onto another: with the
+ * mouse (HTML drag and drop), or on a touch screen by holding a tab until it lifts, then sliding it.
  * The server enforces the same rules (src/board/apply.ts; both sides apply operations with src/board/reducer.ts).
  *
  * Only the tabs scroll sideways when there are more than fit: `+` and the pin stay on screen,
@@ -39,6 +44,65 @@ export function PageBar(props: { view: SyncView; role: Role; locked: boolean; go
     props.submit({ type: 'page.reorder', page_ids: ids });
   };
   const tabs = useRef<HTMLDivElement>(null);
+  /** a touch on a tab that may become a drag (held long enough), and the tab it is over */
+  const touch = useRef<{ id: number; page: string; x: number; y: number; timer: ReturnType<typeof setTimeout> | null } | null>(null);
+  const [lifted, setLifted] = useState<string | null>(null);
+  const [over, setOver] = useState<string | null>(null);
+  const pageAt = (x: number, y: number) => (document.elementFromPoint(x, y)?.closest('[data-page-id]') as HTMLElement | null)?.dataset.pageId ?? null;
+  const endTouch = () => {
+    if (touch.current?.timer) clearTimeout(touch.current.timer);
+    touch.current = null;
+    setLifted(null);
+    setOver(null);
+  };
+  const touchStart = (page: string, e: React.TouchEvent) => {
+    if (!teacher || editing === page || e.touches.length !== 1) return;
+    const t = e.touches[0];
+    const held = { id: t.identifier, page, x: t.clientX, y: t.clientY, timer: null as ReturnType<typeof setTimeout> | null };
+    held.timer = setTimeout(() => {
+      held.timer = null;
+      setLifted(page);
+      setOver(page);
+    }, LONG_PRESS_MS);
+    touch.current = held;
+  };
+  // touchmove must be able to stop the tabs scrolling while a tab is carried: a listener that is not passive
+  useEffect(() => {
+    const el = tabs.current;
+    if (!el) return;
+    const move = (e: TouchEvent) => {
+      const held = touch.current;
+      const t = held && [...e.changedTouches].find((c) => c.identifier === held.id);
+      if (!held || !t) return;
+      if (held.timer) {
+        // moved before the long press: the person scrolls the tabs
+        if (Math.hypot(t.clientX - held.x, t.clientY - held.y) > SLOP_PX) endTouch();
+        return;
+      }
+      e.preventDefault();
+      setOver(pageAt(t.clientX, t.clientY));
+    };
+    const end = (e: TouchEvent) => {
+      const held = touch.current;
+      const t = held && [...e.changedTouches].find((c) => c.identifier === held.id);
+      if (!held || !t) return;
+      if (!held.timer) {
+        e.preventDefault(); // no click on the tab it was dropped on
+        const target = pageAt(t.clientX, t.clientY);
+        dragged.current = held.page;
+        if (target && e.type === 'touchend') dropOn(target);
+      }
+      endTouch();
+    };
+    el.addEventListener('touchmove', move, { passive: false });
+    el.addEventListener('touchend', end, { passive: false });
+    el.addEventListener('touchcancel', end);
+    return () => {
+      el.removeEventListener('touchmove', move);
+      el.removeEventListener('touchend', end);
+      el.removeEventListener('touchcancel', end);
+    };
+  });
   useEffect(() => {
     tabs.current?.querySelector('.page-tab-wrap.current')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   }, [view.page, view.pages.length]);
@@ -48,8 +112,13 @@ export function PageBar(props: { view: SyncView; role: Role; locked: boolean; go
         {view.pages.map((p, i) => (
           <span
             key={p.id}
-            className={`page-tab-wrap${p.id === view.page ? ' current' : ''}`}
+            className={`page-tab-wrap${p.id === view.page ? ' current' : ''}${lifted === p.id ? ' lifted' : ''}${lifted && over === p.id && lifted !== p.id ? ' drop-target' : ''}`}
+            data-page-id={p.id}
+            data-lifted={lifted === p.id ? 'true' : undefined}
             draggable={teacher && editing !== p.id}
+            onTouchStart={(e) => touchStart(p.id, e)}
+            // a long press opens no context menu on a tab a teacher can carry
+            onContextMenu={(e) => teacher && e.preventDefault()}
             onDragStart={(e) => {
               dragged.current = p.id;
               e.dataTransfer.effectAllowed = 'move';

@@ -5,7 +5,8 @@ import type { ChatLine } from '../ui/SidePanel.js';
  * On a phone held upright the board takes the screen and the people, the call and the chat sit in a
  * panel the person opens and closes (docs/board.md, "Phone layout"); this is its button, shown on
  * phones only (styles.css). A chat line from someone else while the panel is closed is counted on the
- * button and read out by screen readers; opening the panel clears it.
+ * button and read out by screen readers; opening the panel clears it. A dot on the button says the call
+ * waits for the person to join it (its preview and devices are in the panel).
  */
 const PEEK_MS = 6000;
 
@@ -22,7 +23,7 @@ export function usePhoneLayout(): boolean {
   );
 }
 
-export function PanelToggle({ open, setOpen, chat, meId }: { open: boolean; setOpen: (open: boolean) => void; chat: ChatLine[]; meId: string }) {
+export function PanelToggle({ open, setOpen, chat, meId, callWaiting }: { open: boolean; setOpen: (open: boolean) => void; chat: ChatLine[]; meId: string; callWaiting?: boolean }) {
   const [unread, setUnread] = useState<ChatLine[]>([]);
   /** the newest line shown over the board for a few seconds */
   const [peek, setPeek] = useState<ChatLine | null>(null);
@@ -46,6 +47,8 @@ export function PanelToggle({ open, setOpen, chat, meId }: { open: boolean; setO
     <>
       <button type="button" className="panel-toggle" aria-expanded={open} aria-controls="side-panel" data-testid="panel-toggle" onClick={() => setOpen(!open)}>
         {open ? 'Back to the board' : 'People & chat'}
+        {/* the call waits for the person to join it, in the panel (its camera preview and devices) */}
+        {!open && callWaiting && <span className="call-waiting" data-testid="call-waiting" title="The call: join it in the panel" aria-label="join the call" />}
         {!open && unread.length > 0 && (
           <span className="unread" data-testid="unread" aria-label={`${unread.length} new`}>
             {unread.length}

@@ -97,6 +97,8 @@ export class Together {
   private frame = 0;
   private readonly idle: ReturnType<typeof setInterval>;
   private readonly listeners = new Set<() => void>();
+  /** the pointers the editor draws, where they fall on its canvas (for a click on a name label) */
+  private shownPointers: ShownPointer[] = [];
   private snapshot: TogetherState = NOBODY_FOLLOWS;
 
   constructor(
@@ -183,6 +185,23 @@ export class Together {
   follow(id: string | null): void {
     if (id === null) this.api?.updateScene({ appState: { userToFollow: null } });
     else this.startFollowing(id);
+  }
+
+  /**
+   * The person whose pointer's name label is at (x, y) of the board's canvas (CSS pixels from its top
+   * left), or null: a click there follows them (Board catches it before the editor would select).
+   */
+  labelAt(x: number, y: number): string | null {
+    const api = this.api;
+    if (!api) return null;
+    const { width, height } = api.getAppState();
+    for (const p of [...this.shownPointers].reverse()) {
+      const [x1, y1, x2, y2] = labelBox(p.sx, p.sy, p.name);
+      // the editor draws no label for a pointer off its canvas
+      if (p.sx < 0 || p.sy < 0 || p.sx > width - 11 || p.sy > height - 14) continue;
+      if (x >= x1 && x <= x2 && y >= y1 && y <= y2) return p.id;
+    }
+    return null;
   }
 
   /** The teacher's "Everyone follow me" and its stop. */
@@ -357,7 +376,7 @@ export class Together {
       });
     }
     api.updateScene({ collaborators });
-    publishPointers(api, collaborators);
+    this.shownPointers = publishPointers(api, collaborators);
   }
 
 
@@ -373,15 +392,13 @@ const round = (n: number) => Math.round(n * 10) / 10;
  * The pointers the editor was given, with where they fall on this screen, in a data attribute of the
  * board (ids and positions, no content): what the browser tests and the benchmark look for.
  */
-function publishPointers(api: ExcalidrawImperativeAPI, collaborators: Map<SocketId, Collaborator>): void {
-  const el = document.querySelector('[data-testid=board]');
-  if (!el) return;
+function publishPointers(api: ExcalidrawImperativeAPI, collaborators: Map<SocketId, Collaborator>): ShownPointer[] {
   const s = api.getAppState();
   const shown = [...collaborators.values()]
     .filter((c) => c.pointer)
     .map((c) => ({
-      id: c.id,
-      name: c.username,
+      id: c.id ?? '',
+      name: c.username ?? '',
       tool: c.pointer!.tool,
       x: c.pointer!.x,
       y: c.pointer!.y,
@@ -389,9 +406,34 @@ function publishPointers(api: ExcalidrawImperativeAPI, collaborators: Map<Socket
       sx: Math.round((c.pointer!.x + s.scrollX) * s.zoom.value),
       sy: Math.round((c.pointer!.y + s.scrollY) * s.zoom.value),
     }));
+  const el = document.querySelector('[data-testid=board]');
+  if (!el) return shown;
   el.setAttribute('data-pointers', JSON.stringify(shown));
   // wall-clock ms with sub-ms precision: comparable between two pages of one machine (the benchmark)
   el.setAttribute('data-pointers-at', String(performance.timeOrigin + performance.now()));
+  return shown;
+}
+
+interface ShownPointer {
+  id: string;
+  name: string;
+  sx: number;
+  sy: number;
+}
+
+let measure: CanvasRenderingContext2D | null = null;
+/**
+ * Where the editor draws a pointer's name label (its renderRemoteCursors: the label's box starts below
+ * and right of the cursor's tip, text in 600 12px sans-serif with 5 px by 3 px of padding), a little
+ * larger so a finger finds it too.
+ */
+function labelBox(sx: number, sy: number, name: string): [number, number, number, number] {
+  measure ??= document.createElement('canvas').getContext('2d');
+  if (measure) measure.font = '600 12px sans-serif';
+  const w = (measure?.measureText(name).width ?? name.length * 7) + 14;
+  const x1 = sx + 5.5 - 1;
+  const y1 = sy + 16 - 1;
+  return [x1 - 4, y1 - 4, x1 + w + 4, y1 + 22 + 4];
 }
 
 /** What this screen shows of the board (scene bounds), in a data attribute of the board, for the browser tests. */

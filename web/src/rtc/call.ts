@@ -52,8 +52,6 @@ export class Call {
   /** my connection's call id (welcome.call_id); changes when the socket reconnects */
   conn = '';
   private pcs = new Map<string, Entry>();
-  /** settles once camera/microphone are granted or refused: no connection is made before, or it would go out without my tracks */
-  private ready: Promise<void> = Promise.resolve();
   /** candidates that arrived before their connection exists (the offer is still waiting for my media) */
   private early = new Map<string, RTCIceCandidateInit[]>();
   private watch: ReturnType<typeof setInterval> | undefined;
@@ -81,22 +79,18 @@ export class Call {
     }
   }
 
-  /** Asks for camera and microphone; the call works receive-only when they are refused. */
-  start(): Promise<void> {
-    this.ready = this.getMedia();
-    this.watch ??= setInterval(() => this.lookForClosed(), WATCH_MS);
-    return this.ready;
-  }
+  /** where the others are heard (an audio output's id, where the browser lets the page choose; null: the default) */
+  speaker: string | null = null;
 
-  private async getMedia(): Promise<void> {
-    try {
-      this.local = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 360 }, audio: true });
-      this.setCamera(true);
-      this.setMic(true);
-    } catch {
-      this.local = null;
-    }
-    this.changed();
+  /**
+   * Joins with the media opened before (the camera preview's, web/src/rtc/PreJoin.tsx): camera and
+   * microphone on as chosen; no media at all (refused, none found, "join without"): receive-only.
+   */
+  start(stream: MediaStream | null, on: { camera: boolean; mic: boolean }): void {
+    this.local = stream;
+    this.setCamera(on.camera);
+    this.setMic(on.mic);
+    this.watch ??= setInterval(() => this.lookForClosed(), WATCH_MS);
   }
 
   peers(): Peer[] {
@@ -116,7 +110,6 @@ export class Call {
 
   /** A tab of `person` joined (or rejoined) the call: I offer it a new connection. */
   async onHello(person: string, conn: string): Promise<void> {
-    await this.ready;
     this.drop(conn);
     await this.offer(person, conn);
   }
@@ -156,7 +149,6 @@ export class Call {
   }
 
   async onOffer(person: string, conn: string, sdp: string): Promise<void> {
-    await this.ready;
     const mine = this.pcs.get(conn);
     // both offered at once: the smaller call id's offer wins, the other side answers it
     if (mine?.pc.signalingState === 'have-local-offer' && this.conn < conn) return;
@@ -270,7 +262,6 @@ export class Call {
   }
 
   private async offer(person: string, key: string): Promise<Entry | undefined> {
-    await this.ready;
     if (this.pcs.has(key)) return undefined;
     const entry = this.connection(person, key);
     const offer = await entry.pc.createOffer();

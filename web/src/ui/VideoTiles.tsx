@@ -3,11 +3,16 @@ import type { Participant } from '../App.js';
 import type { Call } from '../rtc/call.js';
 import { CameraIcon, MicIcon } from './icons.js';
 
-function Tile({ stream, name, muted, self, camera, state }: { stream: MediaStream | null; name: string; muted: boolean; self?: boolean; camera: boolean; state?: RTCPeerConnectionState }) {
+function Tile({ stream, name, muted, self, camera, state, speaker }: { stream: MediaStream | null; name: string; muted: boolean; self?: boolean; camera: boolean; state?: RTCPeerConnectionState; speaker?: string | null }) {
   const ref = useRef<HTMLVideoElement>(null);
   useEffect(() => {
     if (ref.current && ref.current.srcObject !== stream) ref.current.srcObject = stream;
   }, [stream]);
+  // the others heard on the speaker chosen before joining (where the browser allows it: setSinkId)
+  useEffect(() => {
+    const v = ref.current as (HTMLVideoElement & { setSinkId?: (id: string) => Promise<void> }) | null;
+    if (speaker && v?.setSinkId) v.setSinkId(speaker).catch(() => {});
+  }, [speaker]);
   return (
     <figure className={`tile${self ? ' self' : ''}`} data-peer-state={state}>
       <video ref={ref} autoPlay playsInline muted={muted} />
@@ -31,7 +36,7 @@ export function VideoTiles({ call, me, participants, changed }: { call: Call; me
         <Tile stream={call.local} name={me.name} muted self camera={call.camera} />
         {/* one tile per tab: a person on a laptop and a tablet shows twice */}
         {call.peers().map((p) => (
-          <Tile key={p.key} stream={p.stream} name={byId.get(p.person)?.name ?? '…'} muted={!byId.get(p.person)?.mic} camera={!!byId.get(p.person)?.camera} state={p.state} />
+          <Tile key={p.key} stream={p.stream} name={byId.get(p.person)?.name ?? '…'} muted={!byId.get(p.person)?.mic} camera={!!byId.get(p.person)?.camera} state={p.state} speaker={call.speaker} />
         ))}
       </div>
       <div className="call-controls">
