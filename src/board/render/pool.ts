@@ -165,7 +165,11 @@ class Slot {
         clearInterval(watch);
         child.off('message', onMessage);
         child.off('exit', onExit);
-        if (err && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        if (err && child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGKILL');
+          // the next render starts a new child: this one is still dying until its 'exit' arrives
+          if (this.child === child) this.child = null;
+        }
         // an idle child must not keep the process alive
         child.unref();
         (child.channel as { unref?: () => void } | undefined)?.unref?.();

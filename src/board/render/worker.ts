@@ -1,5 +1,5 @@
 import { createSql, type Sql } from '../../db/index.js';
-import { exportBoard, type ExportLimits, type ExportOutcome } from './export.js';
+import type { ExportLimits, ExportOutcome } from './export.js';
 import { readPreviewPage } from './page.js';
 import { previewImages } from './images.js';
 import { renderPagePng } from './png.js';
@@ -29,6 +29,9 @@ process.on('message', (req: RenderRequest) => {
       sql ??= createSql(url!, { max: 1, name: 'lessons-render' });
       const page = req.kind === 'png' ? await readPreviewPage(sql, req.lessonId) : null;
       if (req.kind === 'pdf') {
+        // pdfkit, svg-to-pdfkit and their fonts are loaded by a child's first export (once: children
+        // live on), so a child that only renders previews starts as fast and stays as small as before
+        const { exportBoard } = await import('./export.js');
         const out = await exportBoard(sql, req.lessonId, req.limits);
         reply = out ? { id: req.id, export: out } : { id: req.id, missing: true };
       } else if (!page) {
