@@ -8,6 +8,7 @@ import type { BoardElement } from '../../src/board/schema.js';
 import type { Sql } from '../../src/db/index.js';
 import { startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
+import { plant } from './bombs.js';
 import { busyPage, image, rect, stroke, text } from './factories.js';
 import { parsePdf } from './pdf.js';
 import { startNode } from './helpers.js';
@@ -27,16 +28,8 @@ async function lesson(): Promise<string> {
 }
 
 /** A board written straight to Postgres: pages in this order, each with its elements. */
-async function plantPages(sql: Sql, lessonId: string, pages: { id: string; name: string; elements: BoardElement[] }[]): Promise<void> {
-  const all = pages.flatMap((pg) => pg.elements.map((e) => ({ ...e, page_id: pg.id }) as BoardElement));
-  await sql`
-    INSERT INTO boards (lesson_id, seq, pages, live_elements, live_bytes, first_content_seq)
-    VALUES (${lessonId}, 1, ${sql.json(pages.map(({ id, name }) => ({ id, name })))}, ${all.length}, 0, 1)`;
-  for (let i = 0; i < all.length; i += 500) {
-    const rows = all.slice(i, i + 500).map((e) => ({ lesson_id: lessonId, element_id: e.id, page_id: e.page_id, z: e.z, data: sql.json(e as never), bytes: 0, deleted: false, updated_seq: 1 }));
-    await sql`INSERT INTO board_elements ${sql(rows)}`;
-  }
-}
+const plantPages = (sql: Sql, lessonId: string, pages: { id: string; name: string; elements: BoardElement[] }[]) =>
+  plant(sql, lessonId, pages.flatMap((pg) => pg.elements.map((e) => ({ ...e, page_id: pg.id }) as BoardElement)), pages.map(({ id, name }) => ({ id, name })));
 
 async function exportPdf(base: string, id: string, key: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}/api/partner/v1/lessons/${id}/export.pdf`, { headers: { authorization: `Bearer ${key}`, ...headers } });

@@ -31,3 +31,17 @@ export async function parsePdf(bytes: Buffer): Promise<ParsedPdf> {
   const imageObjects = (bytes.toString('latin1').match(/\/Subtype \/Image/g) ?? []).length;
   return { pages, outline, imageObjects };
 }
+
+/** One page of a PDF rendered by PDF.js to a PNG (through @napi-rs/canvas, PDF.js's canvas in Node), to look at. */
+export async function pdfPagePng(bytes: Buffer, pageNumber: number, scale = 1.5): Promise<Buffer> {
+  const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  const doc = await pdfjs.getDocument({ data: new Uint8Array(bytes), isEvalSupported: false }).promise;
+  const page = await doc.getPage(pageNumber);
+  const viewport = page.getViewport({ scale });
+  const factory = (doc as unknown as { canvasFactory: { create(w: number, h: number): { canvas: { toBuffer(t: string): Buffer }; context: unknown } } }).canvasFactory;
+  const { canvas, context } = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height));
+  await page.render({ canvasContext: context as CanvasRenderingContext2D, viewport } as Parameters<typeof page.render>[0]).promise;
+  const png = canvas.toBuffer('image/png');
+  await doc.destroy();
+  return png;
+}

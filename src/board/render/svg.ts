@@ -23,6 +23,7 @@ export interface PageSvg {
 // Generic families only: png.ts maps them to the fonts it loaded.
 const FONTS: Record<string, string> = { hand: 'sans-serif', sans: 'sans-serif', code: 'monospace', math: 'serif' };
 const LINE_HEIGHT = 1.25;
+const KATEX_EM = 1.21;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 /**
@@ -285,7 +286,9 @@ function mathSvg(latex: string, cx: number, cy: number, size: number, color: str
   if (size * ctx.scale < ctx.limits.minGlyphPx) return undefined;
   const m = typesetMath(latex);
   if (!m) return undefined;
-  const [w, h] = [m.widthEm * size, m.heightEm * size];
+  // KaTeX, which the page typesets with, sets its formulas at 1.21 em (its stylesheet's .katex)
+  const em = size * KATEX_EM;
+  const [w, h] = [m.widthEm * em, m.heightEm * em];
   if (!ctx.budget.takeGlyphs(latex.length + ctx.limits.glyphsPerTextElement) || !ctx.budget.takePoints(Math.ceil(m.pathChars / 12)) || !ctx.budget.takePaint(w * h * ctx.scale * ctx.scale)) return null;
   const body = m.body.replace(/currentColor/g, color);
   return `<svg x="${n(cx - w / 2)}" y="${n(cy - h / 2)}" width="${n(w)}" height="${n(h)}" viewBox="${m.viewBox.join(' ')}" overflow="visible">${body}</svg>`;
