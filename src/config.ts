@@ -145,7 +145,7 @@ export const ConfigSchema = z.object({
   BOARD_EXPORT_MAX_PDF_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(64 * 1024 * 1024)
     .describe('... nor one whose PDF comes out larger than this'),
   BOARD_EXPORT_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(20)
-    .describe('PDF exports per minute per API key, and per lesson from the participant page (429 beyond), within the general rate limit'),
+    .describe('PDF exports per minute per API key, and downloads per person from the participant page (429 beyond), within the general rate limits'),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500)
     .meta({ description: 'how long a node waits for a missing board operation before its pages resync from Postgres', tests: 'Tests shorten it.' }),
   // Files on the board (docs/board.md, "Images and PDFs")
