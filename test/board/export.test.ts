@@ -1,4 +1,3 @@
-import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
 import sharp from 'sharp';
@@ -7,6 +6,7 @@ import { PgFileStore } from '../../src/board/files/store.js';
 import type { BoardElement } from '../../src/board/schema.js';
 import type { Sql } from '../../src/db/index.js';
 import { startTestApi } from '../helpers/api.js';
+import { childrenRssMb } from '../helpers/rss.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { plant } from './bombs.js';
 import { busyPage, image, rect, stroke, text } from './factories.js';
@@ -127,7 +127,7 @@ describe('GET /lessons/{id}/export.pdf', () => {
     const over = await make(2004);
     // the render children's resident memory, sampled while the export runs
     let peak = 0;
-    const sample = setInterval(() => (peak = Math.max(peak, childrenRssMb())), 20);
+    const sample = setInterval(() => (peak = Math.max(peak, childrenRssMb('render/worker'))), 20);
     const t0 = performance.now();
     const ok = await exportPdf(tight.base, atLimit, tp.apiKey);
     const ms = performance.now() - t0;
@@ -171,24 +171,3 @@ describe('GET /lessons/{id}/export.pdf', () => {
   });
 });
 
-/** Resident MB of this process's render children (the pool's worker processes), from /proc. */
-function childrenRssMb(): number {
-  let total = 0;
-  for (const task of readdirSync(`/proc/${process.pid}/task`)) {
-    let kids: string[] = [];
-    try {
-      kids = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean);
-    } catch {
-      continue;
-    }
-    for (const pid of kids) {
-      try {
-        if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('render/worker')) continue;
-        total += (Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096) / 2 ** 20;
-      } catch {
-        /* exited meanwhile */
-      }
-    }
-  }
-  return total;
-}

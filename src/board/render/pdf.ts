@@ -33,6 +33,14 @@ const UNBOUNDED: RenderBudgetLimits = {
   dashesPerElement: Infinity,
 };
 
+/**
+ * Pen points closer than this (scene units, 0.375 pt) to the last one kept are dropped and the rest
+ * joined by straight segments, coordinates in whole units: what a print or a zoomed-in viewer shows
+ * is the same, and curves through every point made a handwritten page's export several times slower
+ * (svg-to-pdfkit builds objects for every curve segment; the garbage collector took most of the time).
+ */
+const PEN_TOLERANCE = 0.5;
+
 /** PDF points per scene unit for a page of normal size (a screen pixel is 0.75 pt)... */
 const PT_PER_UNIT = 0.75;
 /** ...and the longest side a page gets (A2's long side), larger boards drawn smaller: viewers zoom vectors freely */
@@ -69,7 +77,7 @@ export async function renderBoardPdf(pages: PdfPage[], images: Map<string, strin
   const dataOf = new Map<string, string>();
   for (const [id, url] of images) dataOf.set(`lesson-file:${id}`, url);
   for (const page of pages) {
-    const { svg, width, height } = renderPageSvg(page.elements, { images: ref, budget: UNBOUNDED });
+    const { svg, width, height } = renderPageSvg(page.elements, { images: ref, budget: UNBOUNDED, tolerance: PEN_TOLERANCE });
     const k = Math.min(PT_PER_UNIT, MAX_SIDE_PT / Math.max(width, height));
     const [w, h] = [width * k, height * k];
     doc.addPage({ size: [w, h], margin: 0 });

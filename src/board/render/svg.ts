@@ -427,7 +427,7 @@ function patternDefs(patterns: Set<string>): string {
  */
 export function renderPageSvg(
   elements: BoardElement[],
-  opts: { minSize?: number; margin?: number; background?: string; outputWidth?: number; images?: Map<string, string>; budget?: RenderBudgetLimits } = {},
+  opts: { minSize?: number; margin?: number; background?: string; outputWidth?: number; images?: Map<string, string>; budget?: RenderBudgetLimits; tolerance?: number } = {},
 ): PageSvg {
   const minSize = opts.minSize ?? 400;
   const margin = opts.margin ?? 24;
@@ -444,8 +444,8 @@ export function renderPageSvg(
   const x0 = cx - width / 2;
   const y0 = cy - height / 2;
   const view: Box = { minX: x0, minY: y0, maxX: x0 + width, maxY: y0 + height };
-  // 0.8 of an output pixel, in scene units
-  const tolerance = opts.outputWidth ? (0.8 * width) / opts.outputWidth : 0;
+  // 0.8 of an output pixel, in scene units (or the caller's: the PDF's, which has no pixels)
+  const tolerance = opts.tolerance ?? (opts.outputWidth ? (0.8 * width) / opts.outputWidth : 0);
   unit = tolerance >= 0.5 ? 1 : 10;
   const scale = opts.outputWidth ? opts.outputWidth / width : 1;
   const budget = new RenderBudget(width * scale * height * scale, limits);
