@@ -20,8 +20,12 @@ export const notesEtag = (seq: number): string => `W/"pdf1-${seq}"`;
 /** The file name a download of the notes gets (lesson ids are of safe characters). */
 export const notesFileName = (lessonId: string): string => `notes-${lessonId}.pdf`;
 
-/** Exports kept per process, by lesson: the class downloading its notes at the end of a lesson costs one render. */
+/**
+ * Exports kept per process, by lesson (shared by the API and the gateway of one process): the class
+ * downloading its notes at the end of a lesson costs one render. Least recently stored out first.
+ */
 const CACHE_BYTES = 64 * 1024 * 1024;
+const kept = { notes: new Map<string, Notes>(), bytes: 0 };
 
 /**
  * The board as a PDF, for the partner API (`GET /lessons/{id}/export.pdf`) and
@@ -34,8 +38,6 @@ const CACHE_BYTES = 64 * 1024 * 1024;
  */
 export class NotesExport {
   private readonly inflight = new Map<string, Promise<Notes>>();
-  private readonly cache = new Map<string, Notes>();
-  private cached = 0;
   readonly limits: ExportLimits;
 
   constructor(
@@ -61,7 +63,7 @@ export class NotesExport {
   /** The notes as the board is now. */
   async get(lessonId: string): Promise<Notes> {
     const { seq } = await this.head(lessonId);
-    const hit = this.cache.get(lessonId);
+    const hit = kept.notes.get(lessonId);
     if (hit && hit.seq >= seq) return hit;
     let running = this.inflight.get(lessonId);
     if (!running) {
@@ -87,17 +89,17 @@ export class NotesExport {
 
   private keep(lessonId: string, notes: Notes): void {
     if (notes.pdf.length > CACHE_BYTES / 4) return;
-    const old = this.cache.get(lessonId);
+    const old = kept.notes.get(lessonId);
     if (old) {
-      this.cache.delete(lessonId);
-      this.cached -= old.pdf.length;
+      kept.notes.delete(lessonId);
+      kept.bytes -= old.pdf.length;
     }
-    this.cache.set(lessonId, notes);
-    this.cached += notes.pdf.length;
-    for (const [id, n] of this.cache) {
-      if (this.cached <= CACHE_BYTES) break;
-      this.cache.delete(id);
-      this.cached -= n.pdf.length;
+    kept.notes.set(lessonId, notes);
+    kept.bytes += notes.pdf.length;
+    for (const [id, n] of kept.notes) {
+      if (kept.bytes <= CACHE_BYTES) break;
+      kept.notes.delete(id);
+      kept.bytes -= n.pdf.length;
     }
   }
 }
