@@ -17,6 +17,8 @@ const api = await startTestApi();
 // small limits, so that a board over them is cheap to build
 const tight = await startTestApi({ env: { BOARD_EXPORT_MAX_ELEMENTS: '2000', BOARD_EXPORT_PER_MINUTE: '3' } });
 const slow = await startTestApi({ env: { BOARD_EXPORT_TIMEOUT_MS: '1000' } });
+// a pool of its own (other render limits): its child passes 64 MB as soon as it loads pdfkit
+const small = await startTestApi({ env: { BOARD_RENDER_MEMORY_MB: '64' } });
 const node = startNode();
 let p: PartnerFixture;
 beforeAll(async () => {
@@ -157,6 +159,15 @@ describe('GET /lessons/{id}/export.pdf', () => {
     await plantPages(api.deps.sql, small, [{ id: 'page-1', name: 'Page 1', elements: [text('t', 'Still here')] }]);
     const next = await exportPdf(api.base, small, p.apiKey);
     expect([next.res.status, next.res.status === 200 ? '' : next.bytes.toString()]).toEqual([200, '']);
+  });
+
+  it('stops an export whose render child passes the memory limit with 503 unavailable', { timeout: 120_000 }, async () => {
+    const mp = await partnerFactory(small.deps.sql);
+    const id = (await small.request('POST', '/lessons', { key: mp.apiKey, body: { title: 'Memory' } })).body.id;
+    await plantPages(small.deps.sql, id, [{ id: 'page-1', name: 'Page 1', elements: busyPage(500) }]);
+    const res = await small.request('GET', `/lessons/${id}/export.pdf`, { key: mp.apiKey });
+    expect(res.status).toBe(503);
+    expect(res.body.detail).toEqual({ code: 'unavailable', message: expect.stringContaining('(memory)') });
   });
 
   it('limits exports per API key: past BOARD_EXPORT_PER_MINUTE a minute, 429 with Retry-After', async () => {
