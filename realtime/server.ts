@@ -8,6 +8,7 @@ import type { ClientConnection, SocketLike } from './ClientConnection.js';
 import type { HttpReply } from './features/api.js';
 import type { Gateway } from './Gateway.js';
 import { FileService } from './features/files/service.js';
+import { NotesService } from './features/notes/service.js';
 import { notFoundPage, placeholderPage, refusalPage } from './http/embedPage.js';
 import { isUpgradeHandshake, notAHandshake, upgradeAfterCheck } from './http/upgrade.js';
 
@@ -352,6 +353,15 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
     const lessonId = req.getParameter(0) ?? '';
     const fileId = req.getParameter(1) ?? '';
     later(res, () => files.serve({ lessonId, fileId, headers }, head), head);
+  });
+
+  // The board as a PDF for the page's "Download notes (PDF)" (features/notes/service.ts)
+  const notes = new NotesService(gw.deps, checkLink);
+  getAndHead('/notes/:lesson', (res, req, head) => {
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => (headers[k] = v));
+    const lessonId = req.getParameter(0) ?? '';
+    later(res, () => notes.serve({ lessonId, headers }, head), head);
   });
 
   // Whatever no route above took: uWS would drop the connection without an answer.

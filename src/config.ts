@@ -135,6 +135,17 @@ export const ConfigSchema = z.object({
     .describe('a render child whose resident memory passes this is killed; its V8 heap is capped at half'),
   BOARD_RENDER_QUEUE_MS: z.coerce.number().int().min(0).max(4000).default(4000)
     .describe('a render that finds no free slot within this long is refused: 503 with `Retry-After`'),
+  // Notes as a PDF (docs/board.md, "Notes as a PDF"): an export runs in the same render pool, one slot for its whole time
+  BOARD_EXPORT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(120_000).default(30_000)
+    .describe('a PDF export still running after this long is killed; the read answers 503 `unavailable`'),
+  BOARD_EXPORT_MAX_ELEMENTS: z.coerce.number().int().min(1).max(20_000).default(10_000)
+    .describe('a board with more live elements than this is not exported: 422 `export_too_large`'),
+  BOARD_EXPORT_MAX_IMAGE_BYTES: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(64 * 1024 * 1024)
+    .describe('... nor one whose image files add up to more bytes than this'),
+  BOARD_EXPORT_MAX_PDF_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(64 * 1024 * 1024)
+    .describe('... nor one whose PDF comes out larger than this'),
+  BOARD_EXPORT_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(20)
+    .describe('PDF exports per minute per API key, and downloads per person from the participant page (429 beyond), within the general rate limits'),
   BOARD_RELAY_GAP_MS: z.coerce.number().int().min(10).max(60_000).default(1500)
     .meta({ description: 'how long a node waits for a missing board operation before its pages resync from Postgres', tests: 'Tests shorten it.' }),
   // Files on the board (docs/board.md, "Images and PDFs")

@@ -29,6 +29,7 @@ const WHEN: Record<ErrorCode, string> = {
   plan_board_only: "mode 'full' on the board-only plan",
   not_found: "the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters)",
   no_preview: 'nothing has been drawn on the board yet',
+  board_empty: 'the board has nothing on it (never drawn on, or everything deleted): there is nothing to export',
   method_not_allowed: 'the path exists with other methods (`Allow` lists them)',
   conflict: '`external_id` is already used by another live lesson',
   idempotency_key_reused: 'the Idempotency-Key was used in the last 24 h with another request (method, path or body)',
@@ -38,9 +39,10 @@ const WHEN: Record<ErrorCode, string> = {
   payload_too_large: 'the body is over 64 KiB',
   unsupported_media_type: 'a body that is not application/json',
   validation_error: 'the request failed validation; `detail` lists the fields',
+  export_too_large: 'the board is past what one PDF export takes (elements, image bytes or the PDF\'s size; `message` says which); it stays so until the board is smaller',
   rate_limited: 'more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed',
   internal: 'an unexpected fault (logged with the request id; no details in the body)',
-  unavailable: 'a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again',
+  unavailable: 'a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again',
 };
 
 const DESCRIPTION = `Partner API of the online lesson service. The partner specification is partner-api.md; where it

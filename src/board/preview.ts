@@ -27,11 +27,11 @@ export function renderPool(c: RenderSettings): RenderPool {
  * A read that finds no render slot in time, or whose render was stopped by a
  * limit: 503 `unavailable` with Retry-After (docs/api-decisions.md).
  */
-export function previewUnavailable(err: unknown, retryAfterSeconds: number): AppError {
+export function previewUnavailable(err: unknown, retryAfterSeconds: number, what: 'preview' | 'export' = 'preview'): AppError {
   const why =
     err instanceof RenderBusy
-      ? 'The preview renderer is busy'
-      : `The preview could not be rendered within its limits (${err instanceof RenderFailed ? err.reason : 'failed'})`;
+      ? `The ${what} renderer is busy`
+      : `The ${what} could not be rendered within its limits (${err instanceof RenderFailed ? err.reason : 'failed'})`;
   const e = Errors.unavailable(`${why}; try again later`, retryAfterSeconds);
   // the whole story, for whoever logs it (the message tells the partner only which limit, in a word)
   e.cause = err;

@@ -163,9 +163,12 @@ describe('the OpenAPI document is the contract', () => {
     const snap = await c('GET', '/lessons/{id}/snapshot', `/lessons/${lesson.id}/snapshot`, { key: k });
     await c('GET', '/lessons/{id}/snapshot', `/lessons/${lesson.id}/snapshot`, { key: k, headers: { 'if-none-match': snap.headers.get('etag')! } }); // 304
     await c('GET', '/lessons/{id}/preview', `/lessons/${lesson.id}/preview`, { key: k }); // 404 no_preview
+    await c('GET', '/lessons/{id}/export.pdf', `/lessons/${lesson.id}/export.pdf`, { key: k }); // 404 board_empty
     await node.board.submit(lesson.id, { type: 'element.add', elements: [rect('r')] }, { role: 'student' });
     const png = await c('GET', '/lessons/{id}/preview', `/lessons/${lesson.id}/preview`, { key: k });
     await c('GET', '/lessons/{id}/preview', `/lessons/${lesson.id}/preview`, { key: k, headers: { 'if-none-match': png.headers.get('etag')! } }); // 304
+    const pdf = await c('GET', '/lessons/{id}/export.pdf', `/lessons/${lesson.id}/export.pdf`, { key: k });
+    await c('GET', '/lessons/{id}/export.pdf', `/lessons/${lesson.id}/export.pdf`, { key: k, headers: { 'if-none-match': pdf.headers.get('etag')! } }); // 304
     const stored = await checkImage(await sharp({ create: { width: 4, height: 4, channels: 3, background: '#f00' } }).png().toBuffer(), { maxPixels: 100 });
     await new PgFileStore(sql).put(lesson.id, stored, 'p1', { maxBytes: 1e6, maxFiles: 10 });
     const file = await c('GET', '/lessons/{id}/files/{file_id}', `/lessons/${lesson.id}/files/${stored.id}`, { key: k });

@@ -37,10 +37,10 @@ export function pointBomb(count: number, pageId = 'page-1'): BoardElement[] {
 }
 
 /** Writes a page straight into the board tables: setting up 16 MB through the rules would take a minute. */
-export async function plant(sql: Sql, lessonId: string, elements: BoardElement[]): Promise<void> {
+export async function plant(sql: Sql, lessonId: string, elements: BoardElement[], pages: { id: string; name: string }[] = [{ id: 'page-1', name: 'Page 1' }]): Promise<void> {
   await sql`
     INSERT INTO boards (lesson_id, seq, pages, live_elements, live_bytes, first_content_seq)
-    VALUES (${lessonId}, 1, ${sql.json([{ id: 'page-1', name: 'Page 1' }])}, ${elements.length}, 0, 1)`;
+    VALUES (${lessonId}, 1, ${sql.json(pages)}, ${elements.length}, 0, 1)`;
   for (let i = 0; i < elements.length; i += 200) {
     const rows = elements.slice(i, i + 200).map((e) => ({ lesson_id: lessonId, element_id: e.id, page_id: e.page_id, z: e.z, data: sql.json(e as never), bytes: 0, deleted: false, updated_seq: 1 }));
     await sql`INSERT INTO board_elements ${sql(rows)}`;

@@ -40,6 +40,7 @@ const HELP: Record<string, string> = {
   'bench:board': 'PARTS',
   'bench:board:stroke': 'POINTS',
   'bench:board:reload': 'RELOADS',
+  'bench:board:export': 'ROUNDS',
   'bench:files': 'ROUNDS',
   'bench:pointers': 'MOVE_MS',
   'bench:lessons': '--requests',

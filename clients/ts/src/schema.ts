@@ -188,6 +188,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/lessons/{id}/export.pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The board's notes as a PDF: one page per board page
+         * @description Every page of the board in the board's order, each framed to its content as the preview is (a stray mark far from the rest does not shrink the page); text elements are real text (selectable, searchable), formulas and vectors are typeset, shapes and strokes are vectors, each image file is embedded once. Rendered on the server from the board as it is now (docs/board.md, "Notes as a PDF"). ETag names the board state (`W/"pdf1-<seq>"`); If-None-Match answers 304 without rendering. 404 board_empty when the board has nothing on it; 422 export_too_large past the export limits; 503 unavailable with Retry-After when the renderer is busy or the export passes its time or memory limit. At most BOARD_EXPORT_PER_MINUTE exports a minute per API key (429).
+         */
+        get: operations["exportPdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/lessons/{id}/files/{file_id}": {
         parameters: {
             query?: never;
@@ -1621,7 +1641,7 @@ export interface components {
          * @description every error code the API answers
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "bad_url" | "bad_range" | "no_webhook" | "unauthorized" | "minutes_exhausted" | "plan_board_only" | "not_found" | "no_preview" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "idempotency_key_in_use" | "session_running" | "archived" | "payload_too_large" | "unsupported_media_type" | "validation_error" | "rate_limited" | "internal" | "unavailable";
+        ErrorCode: "bad_request" | "bad_url" | "bad_range" | "no_webhook" | "unauthorized" | "minutes_exhausted" | "plan_board_only" | "not_found" | "no_preview" | "board_empty" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "idempotency_key_in_use" | "session_running" | "archived" | "payload_too_large" | "unsupported_media_type" | "validation_error" | "export_too_large" | "rate_limited" | "internal" | "unavailable";
     };
     responses: never;
     parameters: {
@@ -1768,7 +1788,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1971,7 +1991,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2114,7 +2134,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2239,7 +2259,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2467,7 +2487,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2594,7 +2614,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2835,7 +2855,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2962,7 +2982,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3131,7 +3151,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3274,7 +3294,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3365,7 +3385,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3507,7 +3527,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3649,7 +3669,161 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    exportPdf: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description RFC 9110: `*` or a list of entity tags, compared weakly; a match answers 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description PDF document */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description W/"pdf1-<seq>": the board state the PDF shows */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": unknown;
+                };
+            };
+            /** @description Not modified (If-None-Match matched) */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters); `board_empty`: the board has nothing on it (never drawn on, or everything deleted): there is nothing to export */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found" | "board_empty";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `export_too_large`: the board is past what one PDF export takes (elements, image bytes or the PDF's size; `message` says which); it stays so until the board is smaller */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3792,7 +3966,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3917,7 +4091,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4046,7 +4220,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4154,7 +4328,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4312,7 +4486,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4401,7 +4575,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4533,7 +4707,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4646,7 +4820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4756,7 +4930,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4908,7 +5082,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview renderer busy or past its limits; Retry-After says when to try again */
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

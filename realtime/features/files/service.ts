@@ -13,10 +13,21 @@ import { PAGE_CSP } from '../page/feature.js';
 export const TOKEN_HEADER = 'authorization';
 const bearer = (h: string | undefined): string | undefined => /^Bearer\s+(\S+)$/i.exec(h ?? '')?.[1];
 
+/**
+ * The link of the `Authorization` header, checked as at the upgrade, and of this lesson (a
+ * FileError otherwise): what every HTTP route of a participant (files, notes) asks first.
+ */
+export async function participantOf(checkLink: (token: string | undefined) => Promise<LinkCheck>, lessonId: string, headers: Record<string, string>): Promise<ResolvedLink> {
+  const check = await checkLink(bearer(headers[TOKEN_HEADER]));
+  if (!check.ok) throw new FileError(check.code === 'removed' ? 'removed' : check.status === 410 ? 'archived' : check.status === 503 ? 'unavailable' : 'unauthorized', check.message);
+  if (check.link.lesson_id !== lessonId) throw new FileError('forbidden', 'This link is for another lesson');
+  return check.link;
+}
+
 /** How long an upload waits for a free slot to be checked before it is refused (503, try again). */
 const PROCESS_QUEUE_MS = 20_000;
 
-const errorReply = (e: FileError): HttpReply => ({
+export const errorReply = (e: FileError): HttpReply => ({
   status: e.status,
   headers: {
     'content-type': 'application/json',
@@ -182,12 +193,8 @@ export class FileService {
     }
   }
 
-  /** The link of the `Authorization` header, checked as at the upgrade, and of this lesson. */
-  private async participant(lessonId: string, headers: Record<string, string>): Promise<ResolvedLink> {
-    const check = await this.checkLink(bearer(headers[TOKEN_HEADER]));
-    if (!check.ok) throw new FileError(check.code === 'removed' ? 'removed' : check.status === 410 ? 'archived' : check.status === 503 ? 'unavailable' : 'unauthorized', check.message);
-    if (check.link.lesson_id !== lessonId) throw new FileError('forbidden', 'This link is for another lesson');
-    return check.link;
+  private participant(lessonId: string, headers: Record<string, string>): Promise<ResolvedLink> {
+    return participantOf(this.checkLink, lessonId, headers);
   }
 
   private failed(err: unknown, what: string): HttpReply {

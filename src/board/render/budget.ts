@@ -37,6 +37,9 @@ export const RENDER_BUDGET = {
   dashesPerElement: 2_000,
 } as const;
 
+/** The figures of a budget: RENDER_BUDGET, or another caller's (the PDF export draws everything: render/pdf.ts). */
+export type RenderBudgetLimits = { readonly [K in keyof typeof RENDER_BUDGET]: number };
+
 type Spendable = 'glyphs' | 'points' | 'paint';
 
 /** A render's remaining budget, spent as elements are admitted. */
@@ -48,7 +51,7 @@ export class RenderBudget {
   /** something was simplified or left out */
   approximate = false;
 
-  constructor(canvasPixels: number, b = RENDER_BUDGET) {
+  constructor(canvasPixels: number, b: RenderBudgetLimits = RENDER_BUDGET) {
     this.glyphs = b.glyphs;
     this.points = b.points;
     this.paint = canvasPixels * b.paintCanvases;

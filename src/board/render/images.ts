@@ -14,7 +14,13 @@ export const PREVIEW_IMAGES = 24;
 export const PREVIEW_IMAGE_BYTES = 48 * 1024 * 1024;
 const MAX_PIXELS = 40_000_000;
 
-export async function previewImages(sql: Sql, lessonId: string, elements: BoardElement[], width: number): Promise<{ images: Map<string, string>; complete: boolean }> {
+export async function previewImages(
+  sql: Sql,
+  lessonId: string,
+  elements: BoardElement[],
+  width: number,
+  bounds: { files: number; bytes: number } = { files: PREVIEW_IMAGES, bytes: PREVIEW_IMAGE_BYTES },
+): Promise<{ images: Map<string, string>; complete: boolean }> {
   const wanted: string[] = [];
   for (let i = elements.length - 1; i >= 0; i--) {
     const el = elements[i];
@@ -22,7 +28,7 @@ export async function previewImages(sql: Sql, lessonId: string, elements: BoardE
   }
   const images = new Map<string, string>();
   if (!wanted.length) return { images, complete: true };
-  const ids = wanted.slice(0, PREVIEW_IMAGES);
+  const ids = wanted.slice(0, bounds.files);
   const sizes = await sql<{ file_id: string; bytes: number }[]>`
     SELECT file_id, bytes FROM lesson_files WHERE lesson_id = ${lessonId} AND file_id = ANY(${ids}::text[])`;
   const bytesOf = new Map(sizes.map((r) => [r.file_id, r.bytes]));
@@ -30,7 +36,7 @@ export async function previewImages(sql: Sql, lessonId: string, elements: BoardE
   const take: string[] = [];
   for (const id of ids) {
     const b = bytesOf.get(id);
-    if (b === undefined || total + b > PREVIEW_IMAGE_BYTES) continue;
+    if (b === undefined || total + b > bounds.bytes) continue;
     total += b;
     take.push(id);
   }

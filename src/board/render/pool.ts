@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { ExportLimits } from './export.js';
 import type { RenderReply, RenderRequest } from './worker.js';
 
 /** How many renders, how long, how much memory (settings BOARD_RENDER_*, docs/board.md "Bounded rendering"). */
@@ -39,14 +40,28 @@ export interface RenderResult {
   approximate: boolean;
 }
 
+/** The board as a PDF (export.ts), or why there is none. */
+export type ExportResult =
+  | { kind: 'pdf'; seq: number; pdf: Buffer; pages: number }
+  | { kind: 'empty'; seq: number }
+  | { kind: 'too_large'; seq: number; reason: string };
+
+/** What a child is asked to do, without the request id the slot adds. */
+type Task = RenderRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+
 interface Job {
-  lessonId: string;
-  width: number;
+  /** jobs with the same key share one render */
+  key: string;
+  task: Task;
+  /** this job's time limit (an export has its own, longer than a preview's) */
+  timeoutMs: number;
   background: boolean;
-  resolve: (r: RenderResult | null) => void;
+  resolve: (r: RenderReply | null) => void;
   reject: (e: Error) => void;
   /** what every caller asking for this page while it waits gets */
-  shared: Promise<RenderResult | null>;
+  shared: Promise<RenderReply | null>;
+  /** the shared reply as its callers take it (one promise for all of them) */
+  taken?: Promise<unknown>;
   timer?: NodeJS.Timeout;
 }
 
@@ -129,7 +144,7 @@ class Slot {
     return child;
   }
 
-  async run(job: Job): Promise<RenderResult | null> {
+  async run(job: Job): Promise<RenderReply | null> {
     this.busy = true;
     const child = (this.child ??= this.spawn());
     child.ref();
@@ -141,16 +156,20 @@ class Slot {
       throw err;
     }
     const id = ++this.seq;
-    return new Promise<RenderResult | null>((resolve, reject) => {
+    return new Promise<RenderReply | null>((resolve, reject) => {
       let settled = false;
-      const done = (err: Error | null, result?: RenderResult | null) => {
+      const done = (err: Error | null, result?: RenderReply | null) => {
         if (settled) return;
         settled = true;
         clearTimeout(timeout);
         clearInterval(watch);
         child.off('message', onMessage);
         child.off('exit', onExit);
-        if (err && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        if (err && child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGKILL');
+          // the next render starts a new child: this one is still dying until its 'exit' arrives
+          if (this.child === child) this.child = null;
+        }
         // an idle child must not keep the process alive
         child.unref();
         (child.channel as { unref?: () => void } | undefined)?.unref?.();
@@ -162,17 +181,17 @@ class Slot {
         if (m.id !== id) return;
         if ('error' in m) done(new RenderFailed(`render failed: ${m.error}`, 'failed'));
         else if ('missing' in m) done(null, null);
-        else done(null, { seq: m.seq, pageId: m.pageId, png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), approximate: m.approximate });
+        else done(null, m);
       };
       const onExit = (code: number | null, signal: string | null) => done(new RenderFailed(`render process exited (${signal ?? code})`, 'failed'));
-      const timeout = setTimeout(() => done(new RenderFailed(`render took longer than ${this.limits.timeoutMs} ms`, 'time')), this.limits.timeoutMs);
+      const timeout = setTimeout(() => done(new RenderFailed(`render took longer than ${job.timeoutMs} ms`, 'time')), job.timeoutMs);
       const watch = setInterval(() => {
         const mb = child.pid ? rssMb(child.pid) : null;
         if (mb !== null && mb > this.limits.memoryMb) done(new RenderFailed(`render used more than ${this.limits.memoryMb} MB`, 'memory'));
       }, WATCH_MS);
       child.on('message', onMessage);
       child.once('exit', onExit);
-      const req: RenderRequest = { id, lessonId: job.lessonId, width: job.width };
+      const req = { id, ...job.task } as RenderRequest;
       child.send(req, (err) => err && done(new RenderFailed(`render process unreachable: ${err.message}`, 'failed')));
     });
   }
@@ -212,13 +231,39 @@ export class RenderPool {
    * has no board. Rejects with RenderBusy or RenderFailed.
    */
   render(lessonId: string, width: number, opts: { background?: boolean } = {}): Promise<RenderResult | null> {
-    // a render of the same page still waiting will read the board when it starts: share it
-    const waiting = this.queue.find((j) => j.lessonId === lessonId && j.width === width);
-    if (waiting) {
-      if (waiting.background && !opts.background) this.promote(waiting);
-      return waiting.shared;
+    const job = this.job(`png:${lessonId}:${width}`, { kind: 'png', lessonId, width }, this.limits.timeoutMs, opts.background ?? false);
+    return this.take(job, (m) => (m && 'png' in m ? { seq: m.seq, pageId: m.pageId, png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), approximate: m.approximate } : null));
+  }
+
+  /**
+   * The whole board as a PDF (export.ts), within `limits` and its own time
+   * limit; null when the lesson has no board. Rejects like `render`.
+   */
+  exportPdf(lessonId: string, limits: ExportLimits): Promise<ExportResult | null> {
+    const job = this.job(`pdf:${lessonId}`, { kind: 'pdf', lessonId, limits }, limits.timeoutMs, false);
+    return this.take(job, (m): ExportResult | null => {
+      if (!m || !('export' in m)) return null;
+      const e = m.export;
+      return e.kind === 'pdf' ? { ...e, pdf: Buffer.from(e.pdf.buffer, e.pdf.byteOffset, e.pdf.byteLength) } : e;
+    });
+  }
+
+  private take<T>(job: Job, read: (m: RenderReply | null) => T): Promise<T> {
+    if (!job.taken) {
+      job.taken = job.shared.then(read);
+      job.taken.catch(() => undefined);
     }
-    return this.enqueue(lessonId, width, opts.background ?? false).shared;
+    return job.taken as Promise<T>;
+  }
+
+  private job(key: string, task: Task, timeoutMs: number, background: boolean): Job {
+    // a render of the same thing still waiting will read the board when it starts: share it
+    const waiting = this.queue.find((j) => j.key === key);
+    if (waiting) {
+      if (waiting.background && !background) this.promote(waiting);
+      return waiting;
+    }
+    return this.enqueue(key, task, timeoutMs, background);
   }
 
   private promote(job: Job): void {
@@ -228,15 +273,15 @@ export class RenderPool {
     this.queue.splice(at === -1 ? this.queue.length : at, 0, job);
   }
 
-  private enqueue(lessonId: string, width: number, background: boolean): Job {
+  private enqueue(key: string, task: Task, timeoutMs: number, background: boolean): Job {
     let resolve!: Job['resolve'];
     let reject!: Job['reject'];
-    const shared = new Promise<RenderResult | null>((res, rej) => {
+    const shared = new Promise<RenderReply | null>((res, rej) => {
       resolve = res;
       reject = rej;
     });
     shared.catch(() => undefined);
-    const job: Job = { lessonId, width, background, resolve, reject, shared };
+    const job: Job = { key, task, timeoutMs, background, resolve, reject, shared };
     // reads go before every waiting background render
     const at = background ? this.queue.length : this.queue.findIndex((j) => j.background);
     this.queue.splice(at === -1 ? this.queue.length : at, 0, job);

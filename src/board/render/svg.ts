@@ -1,6 +1,8 @@
 import { edgesOf, type BoardElement } from '../schema.js';
-import { RENDER_BUDGET, RenderBudget } from './budget.js';
+import { RENDER_BUDGET, RenderBudget, type RenderBudgetLimits } from './budget.js';
+import { frameOf, intersects, type Box } from './framing.js';
 import { latexToText } from './latex.js';
+import { typesetMath, vectorLabelLatex } from './math.js';
 import { wrapLines } from './wrap.js';
 
 /**
@@ -21,6 +23,7 @@ export interface PageSvg {
 // Generic families only: png.ts maps them to the fonts it loaded.
 const FONTS: Record<string, string> = { hand: 'sans-serif', sans: 'sans-serif', code: 'monospace', math: 'serif' };
 const LINE_HEIGHT = 1.25;
+const KATEX_EM = 1.21;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 /**
@@ -30,13 +33,6 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
  */
 let unit = 10;
 const n = (v: number) => String(Math.round(v * unit) / unit);
-
-interface Box {
-  minX: number;
-  minY: number;
-  maxX: number;
-  maxY: number;
-}
 
 /** The element's box before rotation, relative to the scene. */
 function localBox(el: BoardElement): Box {
@@ -87,13 +83,13 @@ interface DrawCtx {
   /** every `stride`-th pen or line point is kept (RENDER_BUDGET.points) */
   stride: number;
   budget: RenderBudget;
+  /** what the budget allows (RENDER_BUDGET, or the caller's) */
+  limits: RenderBudgetLimits;
   /** the farthest a point of the picture is from (x, y), in scene units: text beyond it cannot show */
   reach: (x: number, y: number) => number;
   /** the pictures of the page's image files (data: URLs by file id); an image without one is drawn as a placeholder */
   images?: Map<string, string>;
 }
-
-const B = RENDER_BUDGET;
 
 /**
  * What a stroke of `length` scene units costs, in fill pixels: its area, plus
@@ -103,7 +99,7 @@ const B = RENDER_BUDGET;
  */
 function strokePaint(el: BoardElement, length: number, ctx: DrawCtx): number {
   if (el.style.stroke === 'transparent') return 0;
-  return length * ctx.scale * (Math.max(1, el.style.stroke_width * ctx.scale) + B.strokeEdgePx);
+  return length * ctx.scale * (Math.max(1, el.style.stroke_width * ctx.scale) + ctx.limits.strokeEdgePx);
 }
 
 /**
@@ -116,7 +112,7 @@ function strokeAttrs(el: BoardElement, ctx: DrawCtx, length: number): string {
   const [on, off] = s.stroke_style === 'dashed' ? [4, 3] : s.stroke_style === 'dotted' ? [1, 2.5] : [0, 0];
   const onPx = on * s.stroke_width * ctx.scale;
   const dashes = on ? length / ((on + off) * s.stroke_width) : 0;
-  const dashed = on > 0 && onPx >= B.minDashPx && dashes <= B.dashesPerElement;
+  const dashed = on > 0 && onPx >= ctx.limits.minDashPx && dashes <= ctx.limits.dashesPerElement;
   if (on > 0 && !dashed) ctx.budget.approximate = true;
   const dash = dashed ? ` stroke-dasharray="${n(s.stroke_width * on)} ${n(s.stroke_width * off)}"` : '';
   return `stroke="${s.stroke === 'transparent' ? 'none' : s.stroke}" stroke-width="${n(s.stroke_width)}" stroke-linecap="round" stroke-linejoin="round"${dash}`;
@@ -255,13 +251,13 @@ function visibleLines(text: string, x: number, y: number, size: number, ctx: Dra
 function textSvg(lines: string[], x: number, y: number, size: number, anchor: string, family: string, italic: boolean, color: string, ctx: DrawCtx): string | null {
   const chars = lines.reduce((a, l) => a + l.length, 0);
   const sizePx = size * ctx.scale;
-  const glyphs = sizePx >= B.minGlyphPx && ctx.budget.takeGlyphs(chars + B.glyphsPerTextElement);
+  const glyphs = sizePx >= ctx.limits.minGlyphPx && ctx.budget.takeGlyphs(chars + ctx.limits.glyphsPerTextElement);
   if (glyphs) {
     if (!ctx.budget.takePaint(chars * sizePx * sizePx * 0.6)) return null;
     const style = italic ? ' font-style="italic"' : '';
     return `<text x="${n(x)}" y="${n(y)}" font-family="${family}"${style} font-size="${n(size)}" text-anchor="${anchor}" fill="${color}">${textLines(x, lines, size)}</text>`;
   }
-  if (sizePx >= B.minGlyphPx) ctx.budget.approximate = true;
+  if (sizePx >= ctx.limits.minGlyphPx) ctx.budget.approximate = true;
   const bars: string[] = [];
   let paint = 0;
   lines.forEach((l, i) => {
@@ -278,6 +274,24 @@ function textSvg(lines: string[], x: number, y: number, size: number, anchor: st
 
 function textLines(x: number, lines: string[], size: number): string {
   return lines.map((l, i) => `<tspan x="${n(x)}" dy="${i === 0 ? n(size) : n(size * LINE_HEIGHT)}">${esc(l) || ' '}</tspan>`).join('');
+}
+
+/**
+ * A formula typeset (render/math.ts) and centred on (cx, cy) at `size` scene units an em; null when
+ * the budget has no room for it, undefined when it cannot be typeset or is too small to read (the
+ * caller then draws the plain-text approximation, greeked if need be). Its glyph paths cost points
+ * (a point about every 12 characters of path data) and its box paint.
+ */
+function mathSvg(latex: string, cx: number, cy: number, size: number, color: string, ctx: DrawCtx): string | null | undefined {
+  if (size * ctx.scale < ctx.limits.minGlyphPx) return undefined;
+  const m = typesetMath(latex);
+  if (!m) return undefined;
+  // KaTeX, which the page typesets with, sets its formulas at 1.21 em (its stylesheet's .katex)
+  const em = size * KATEX_EM;
+  const [w, h] = [m.widthEm * em, m.heightEm * em];
+  if (!ctx.budget.takeGlyphs(latex.length + ctx.limits.glyphsPerTextElement) || !ctx.budget.takePoints(Math.ceil(m.pathChars / 12)) || !ctx.budget.takePaint(w * h * ctx.scale * ctx.scale)) return null;
+  const body = m.body.replace(/currentColor/g, color);
+  return `<svg x="${n(cx - w / 2)}" y="${n(cy - h / 2)}" width="${n(w)}" height="${n(h)}" viewBox="${m.viewBox.join(' ')}" overflow="visible">${body}</svg>`;
 }
 
 /** One element as SVG, or null when the render's budget has no room for it. */
@@ -343,6 +357,10 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       return g(textSvg(lines, tx, ty, el.font_size, anchor, FONTS[el.font_family], false, el.style.stroke, ctx));
     }
     case 'formula': {
+      // as the page shows it: a white card (it hides what lies under it) with the formula typeset in its middle
+      const card = el.style.opacity < 100 ? '' : `<rect x="${n(el.x)}" y="${n(el.y)}" width="${n(el.width)}" height="${n(el.height)}" fill="#ffffff"/>`;
+      const math = mathSvg(el.latex, el.x + el.width / 2, el.y + el.height / 2, el.font_size, el.style.stroke, ctx);
+      if (math !== undefined) return math === null ? null : g(card + math);
       const lines = visibleLines(latexToText(el.latex), el.x, el.y, el.font_size, ctx).slice(0, 1);
       return g(textSvg(lines, el.x, el.y, el.font_size, 'start', FONTS.math, true, el.style.stroke, ctx));
     }
@@ -370,12 +388,15 @@ function elementSvg(el: BoardElement, ctx: DrawCtx): string | null {
       const length = Math.hypot(el.dx, el.dy);
       if (!ctx.budget.takePaint(strokePaint(el, length + size * 2, ctx))) return null;
       const stroke = strokeAttrs(el, ctx, length);
-      const label = [el.label, el.magnitude !== null ? `${el.magnitude}${el.unit ? ` ${el.unit}` : ''}` : ''].filter(Boolean).join(' = ');
       const len = length || 1;
-      // the label sits beside the middle of the arrow, on its left-hand side
-      const lx = el.x + el.dx / 2 + (el.dy / len) * 14;
-      const ly = el.y + el.dy / 2 - (el.dx / len) * 14;
-      const text = label ? textSvg([label], lx, ly - 18, 18, 'middle', FONTS.math, true, el.style.stroke, ctx) : '';
+      // the label sits beside the middle of the arrow, on its left-hand side, typeset as the page typesets it
+      const lx = el.x + el.dx / 2 + (el.dy / len) * 18;
+      const ly = el.y + el.dy / 2 - (el.dx / len) * 18;
+      let text = mathSvg(vectorLabelLatex(el.label, el.magnitude, el.unit), lx, ly, 18, el.style.stroke, ctx);
+      if (text === undefined) {
+        const label = [el.label, el.magnitude !== null ? `${el.magnitude}${el.unit ? ` ${el.unit}` : ''}` : ''].filter(Boolean).join(' = ');
+        text = label ? textSvg([label], lx, ly - 9, 18, 'middle', FONTS.math, true, el.style.stroke, ctx) : '';
+      }
       return g(
         `<line x1="${n(el.x)}" y1="${n(el.y)}" x2="${n(tip[0])}" y2="${n(tip[1])}" ${stroke}/>` +
           `<g fill="${el.style.stroke}" ${stroke}>${arrowhead('triangle', tip, [el.x, el.y], size)}</g>` +
@@ -396,24 +417,23 @@ function patternDefs(patterns: Set<string>): string {
 }
 
 /**
- * Renders elements (one page, stacking order) to an SVG that fits them with
- * a margin, at least `minSize` scene units wide and tall so a single dot does
- * not fill the thumbnail. What it draws stays within RENDER_BUDGET (budget.ts):
- * elements are admitted from the top of the stack down, so what a budget
- * leaves out is what lies underneath.
+ * Renders elements (one page, stacking order) to an SVG that frames the
+ * content a person would look at (render/framing.ts) with a margin, at least
+ * `minSize` scene units wide and tall so a single dot does not fill the
+ * thumbnail; an element wholly outside the frame is not drawn. What it draws
+ * stays within `budget` (RENDER_BUDGET, budget.ts, unless the caller gives
+ * another): elements are admitted from the top of the stack down, so what a
+ * budget leaves out is what lies underneath.
  */
 export function renderPageSvg(
   elements: BoardElement[],
-  opts: { minSize?: number; margin?: number; background?: string; outputWidth?: number; images?: Map<string, string> } = {},
+  opts: { minSize?: number; margin?: number; background?: string; outputWidth?: number; images?: Map<string, string>; budget?: RenderBudgetLimits; tolerance?: number } = {},
 ): PageSvg {
   const minSize = opts.minSize ?? 400;
   const margin = opts.margin ?? 24;
-  let box: Box = { minX: Infinity, minY: Infinity, maxX: -Infinity, maxY: -Infinity };
-  for (const el of elements) {
-    const b = rotatedBox(el);
-    box = { minX: Math.min(box.minX, b.minX), minY: Math.min(box.minY, b.minY), maxX: Math.max(box.maxX, b.maxX), maxY: Math.max(box.maxY, b.maxY) };
-  }
-  if (!elements.length) box = { minX: 0, minY: 0, maxX: minSize, maxY: minSize * 0.75 };
+  const limits = opts.budget ?? RENDER_BUDGET;
+  const boxes = elements.map(rotatedBox);
+  const box: Box = frameOf(elements.map((el, i) => ({ box: boxes[i], anchor: el.type === 'text' || el.type === 'formula' || el.type === 'image' }))) ?? { minX: 0, minY: 0, maxX: minSize, maxY: minSize * 0.75 };
   const cx = (box.minX + box.maxX) / 2;
   const cy = (box.minY + box.maxY) / 2;
   let width = Math.max(box.maxX - box.minX, minSize) + margin * 2;
@@ -423,11 +443,12 @@ export function renderPageSvg(
   if (width > height * 2) height = width / 2;
   const x0 = cx - width / 2;
   const y0 = cy - height / 2;
-  // 0.8 of an output pixel, in scene units
-  const tolerance = opts.outputWidth ? (0.8 * width) / opts.outputWidth : 0;
+  const view: Box = { minX: x0, minY: y0, maxX: x0 + width, maxY: y0 + height };
+  // 0.8 of an output pixel, in scene units (or the caller's: the PDF's, which has no pixels)
+  const tolerance = opts.tolerance ?? (opts.outputWidth ? (0.8 * width) / opts.outputWidth : 0);
   unit = tolerance >= 0.5 ? 1 : 10;
   const scale = opts.outputWidth ? opts.outputWidth / width : 1;
-  const budget = new RenderBudget(width * scale * height * scale);
+  const budget = new RenderBudget(width * scale * height * scale, limits);
   let points = 0;
   for (const el of elements) if ('points' in el) points += el.points.length;
   const corners = [[x0, y0], [x0 + width, y0], [x0, y0 + height], [x0 + width, y0 + height]];
@@ -436,17 +457,21 @@ export function renderPageSvg(
     tolerance,
     scale,
     // pen and line points get at most 80 % of the point budget; the rest is for greeked text
-    stride: Math.max(1, Math.ceil(points / (RENDER_BUDGET.points * 0.8))),
+    stride: Math.max(1, Math.ceil(points / (limits.points * 0.8))),
     budget,
+    limits,
     reach: (x, y) => Math.max(...corners.map(([px, py]) => Math.hypot(px - x, py - y))),
     images: opts.images,
   };
   const body: string[] = [];
-  for (let i = elements.length - 1; i >= 0 && body.length < RENDER_BUDGET.elements; i--) {
+  let shown = 0;
+  for (let i = elements.length - 1; i >= 0 && body.length < limits.elements; i--) {
+    if (!intersects(boxes[i], view)) continue;
+    shown++;
     const svg = elementSvg(elements[i], ctx);
     if (svg !== null) body.push(svg);
   }
-  if (body.length < elements.length) budget.approximate = true;
+  if (body.length < shown) budget.approximate = true;
   body.reverse();
   const svg =
     `<svg xmlns="http://www.w3.org/2000/svg" width="${n(width)}" height="${n(height)}" viewBox="${n(x0)} ${n(y0)} ${n(width)} ${n(height)}">` +

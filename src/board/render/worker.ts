@@ -1,22 +1,21 @@
 import { createSql, type Sql } from '../../db/index.js';
+import type { ExportLimits, ExportOutcome } from './export.js';
 import { readPreviewPage } from './page.js';
 import { previewImages } from './images.js';
 import { renderPagePng } from './png.js';
 
 /**
  * The render child process (started by RenderPool, pool.ts): reads a
- * lesson's preview page from Postgres and renders it, one at a time, as asked
- * over the IPC channel. Reading here too means a page of many megabytes costs
- * the serving process nothing. It exits when the parent goes away.
+ * lesson's preview page (or, for an export, its whole board) from Postgres
+ * and renders it, one at a time, as asked over the IPC channel. Reading here
+ * too means a page of many megabytes costs the serving process nothing. It
+ * exits when the parent goes away.
  */
-export interface RenderRequest {
-  id: number;
-  lessonId: string;
-  width: number;
-}
+export type RenderRequest = { id: number; kind: 'png'; lessonId: string; width: number } | { id: number; kind: 'pdf'; lessonId: string; limits: ExportLimits };
 
 export type RenderReply =
   | { id: number; seq: number; pageId: string; png: Uint8Array; approximate: boolean }
+  | { id: number; export: ExportOutcome }
   | { id: number; missing: true }
   | { id: number; error: string };
 
@@ -28,8 +27,14 @@ process.on('message', (req: RenderRequest) => {
     let reply: RenderReply;
     try {
       sql ??= createSql(url!, { max: 1, name: 'lessons-render' });
-      const page = await readPreviewPage(sql, req.lessonId);
-      if (!page) {
+      const page = req.kind === 'png' ? await readPreviewPage(sql, req.lessonId) : null;
+      if (req.kind === 'pdf') {
+        // pdfkit, svg-to-pdfkit and their fonts are loaded by a child's first export (once: children
+        // live on), so a child that only renders previews starts as fast and stays as small as before
+        const { exportBoard } = await import('./export.js');
+        const out = await exportBoard(sql, req.lessonId, req.limits);
+        reply = out ? { id: req.id, export: out } : { id: req.id, missing: true };
+      } else if (!page) {
         reply = { id: req.id, missing: true };
       } else {
         const pictures = await previewImages(sql, req.lessonId, page.elements, req.width);

@@ -10,6 +10,7 @@ import { preloadBoardFonts } from './fonts.js';
 import { wrapLabels } from './labels.js';
 import { Overlays, type Viewport } from './Overlays.js';
 import { BoardMenu } from '../ui/BoardMenu.js';
+import { downloadNotes } from '../ui/notes.js';
 import type { Together } from '../presence/Together.js';
 import { PageBar } from './PageBar.js';
 import { BoardImages } from './boardImages.js';
@@ -344,7 +345,7 @@ export function Board(props: {
             </SubjectTools>
           )}
         >
-          <BoardMenu clearPage={props.role === 'teacher' ? clearPage : undefined} />
+          <BoardMenu clearPage={props.role === 'teacher' ? clearPage : undefined} downloadNotes={() => void downloadNotes(props.lessonId, props.token, props.notify)} />
         </Excalidraw>
         <Overlays elements={sceneEls} view={viewport} />
         {importing && (

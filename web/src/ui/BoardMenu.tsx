@@ -1,5 +1,5 @@
 import { MainMenu } from '@excalidraw/excalidraw';
-import { TrashIcon } from './icons.js';
+import { PdfIcon, TrashIcon } from './icons.js';
 
 /**
  * Excalidraw's main menu with only what a lesson needs. Rendering our own
@@ -10,10 +10,17 @@ import { TrashIcon } from './icons.js';
  * Excalidraw's own "Reset the canvas" asks whether to "clear the whole canvas": with pages, a teacher
  * cannot tell whether that means every page. Ours says what it does ("Clear this page", naming the
  * page) and is a teacher's only (`clearPage` is given to teachers).
+ *
+ * "Download notes (PDF)" is everyone's: the whole board, every page, as the partner gets it (ui/notes.ts).
  */
-export function BoardMenu(props: { clearPage?: () => void }) {
+export function BoardMenu(props: { clearPage?: () => void; downloadNotes?: () => void }) {
   return (
     <MainMenu>
+      {props.downloadNotes && (
+        <MainMenu.Item onSelect={props.downloadNotes} icon={<PdfIcon />} data-testid="download-notes">
+          Download notes (PDF)
+        </MainMenu.Item>
+      )}
       <MainMenu.DefaultItems.SaveAsImage />
       <MainMenu.DefaultItems.SearchMenu />
       <MainMenu.DefaultItems.Help />

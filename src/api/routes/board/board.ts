@@ -1,6 +1,8 @@
 import { BoardStore } from '../../../board/store.js';
 import { PgFileStore } from '../../../board/files/store.js';
+import { NotesExport, notesEtag, notesFileName } from '../../../board/notes.js';
 import { PreviewService } from '../../../board/preview.js';
+import { RateLimiter } from '../../../lib/rateLimiter.js';
 import type { Deps } from '../../../deps.js';
 import { getLiveLesson } from '../../../domain/lessons.js';
 import { Errors } from '../../../errors.js';
@@ -12,11 +14,18 @@ import { z } from 'zod';
 const tag = 'Board content';
 
 /** One store and preview renderer per process (the renderer is single-flight per lesson). */
-const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService; files: PgFileStore }>();
+const services = new WeakMap<Deps, { store: BoardStore; previews: PreviewService; files: PgFileStore; notes: NotesExport; exports: RateLimiter }>();
 function board(deps: Deps) {
   let s = services.get(deps);
   if (!s) {
-    s = { store: new BoardStore(deps.sql), previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH, deps.config), files: new PgFileStore(deps.sql, deps.readSql) };
+    s = {
+      store: new BoardStore(deps.sql),
+      previews: new PreviewService(deps.sql, deps.clock, deps.config.BOARD_PREVIEW_WIDTH, deps.config),
+      files: new PgFileStore(deps.sql, deps.readSql),
+      notes: new NotesExport(deps.sql, deps.config),
+      // an export holds a render slot for seconds: its own budget per key, inside the general one
+      exports: new RateLimiter(deps.redis, deps.config.BOARD_EXPORT_PER_MINUTE, 60_000, { now: () => deps.clock.now().getTime() }),
+    };
     services.set(deps, s);
   }
   return s;
@@ -78,6 +87,43 @@ export const boardRoutes = [
       if (answerNotModified(ctx, `"${preview.seq}"`)) return;
       ctx.type = 'image/png';
       ctx.body = preview.png;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/lessons/{id}/export.pdf',
+    operationId: 'exportPdf',
+    tag,
+    summary: "The board's notes as a PDF: one page per board page",
+    description:
+      "Every page of the board in the board's order, each framed to its content as the preview is (a stray mark far from " +
+      'the rest does not shrink the page); text elements are real text (selectable, searchable), formulas and vectors are ' +
+      'typeset, shapes and strokes are vectors, each image file is embedded once. Rendered on the server from the board ' +
+      'as it is now (docs/board.md, "Notes as a PDF"). ETag names the board state (`W/"pdf1-<seq>"`); If-None-Match ' +
+      'answers 304 without rendering. 404 board_empty when the board has nothing on it; 422 export_too_large past the ' +
+      'export limits; 503 unavailable with Retry-After when the renderer is busy or the export passes its time or memory ' +
+      'limit. At most BOARD_EXPORT_PER_MINUTE exports a minute per API key (429).',
+    ownDeadline: true,
+    params: LessonIdParams,
+    responses: {
+      200: { description: 'PDF document', contentType: 'application/pdf', headers: { ETag: 'W/"pdf1-<seq>": the board state the PDF shows' } },
+      304: { description: 'Not modified (If-None-Match matched)' },
+    },
+    errors: ['not_found', 'archived', 'board_empty', 'export_too_large', 'rate_limited', 'unavailable'],
+    async handler(ctx, { params }) {
+      const { deps, auth } = ctx.state;
+      const lesson = await getLiveLesson(ctx.state.lessons, auth.partner.id, params.id);
+      const { notes, exports } = board(deps);
+      const { seq } = await notes.head(lesson.id);
+      ctx.set('Cache-Control', 'private, no-cache');
+      if (answerNotModified(ctx, notesEtag(seq))) return;
+      const rate = await exports.take(`export:${auth.keyId}`);
+      if (!rate.allowed) throw Errors.rateLimited(rate.retryAfterMs);
+      const out = await notes.get(lesson.id);
+      ctx.set('ETag', notesEtag(out.seq));
+      ctx.set('Content-Disposition', `attachment; filename="${notesFileName(lesson.id)}"`);
+      ctx.type = 'application/pdf';
+      ctx.body = out.pdf;
     },
   }),
   defineRoute({
