@@ -4,7 +4,7 @@ import type { Deps } from '../../../src/deps.js';
 import { AppError, errorBody } from '../../../src/errors.js';
 import { RateLimiter } from '../../../src/lib/rateLimiter.js';
 import type { LinkCheck } from '../../admission/Admission.js';
-import { personIdOf } from '../../Gateway.js';
+import { personIdOf } from '../../admission/personId.js';
 import type { HttpReply } from '../api.js';
 import { errorReply, participantOf } from '../files/service.js';
 import { FileError } from '../../../src/board/files/errors.js';
