@@ -1,6 +1,6 @@
 import { BoardOpError } from '../../../src/board/errors.js';
 import { ClientMessages } from '../../protocol/clientMessages.js';
-import { OPTIONAL_ELEMENT_FIELDS, type SequencedOp } from '../../../src/board/schema.js';
+import { ELEMENT_TYPES, NODE_TYPES_BEFORE_LIST, OPTIONAL_ELEMENT_FIELDS, type SequencedOp } from '../../../src/board/schema.js';
 import type { Deps } from '../../../src/deps.js';
 import type { GatewayFeature } from '../api.js';
 import type { ClientConnection } from '../../ClientConnection.js';
@@ -45,6 +45,8 @@ const STROKE_BURST = 40;
 
 export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
   const log = deps.log.child({ component: 'board' });
+  // images switched off (FILE_IMAGES): the node lists the types of a node from before images
+  const elementTypes = deps.config.FILE_IMAGES ? ELEMENT_TYPES : NODE_TYPES_BEFORE_LIST;
   const strokeBuckets = new WeakMap<ClientConnection, TokenBucket>();
   /**
    * Each connection's stroke in progress: its id and whether its start passed the rules (a promise
@@ -136,6 +138,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
           elements: r.elements,
           deleted_ids: r.deleted_ids,
           optional_fields: OPTIONAL_ELEMENT_FIELDS,
+          element_types: elementTypes,
         }),
       );
     },

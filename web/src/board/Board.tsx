@@ -162,6 +162,7 @@ export function Board(props: {
         addFiles: (files) => apiRef.current?.addFiles(files.map((f) => ({ ...f, created: Date.now() })) as never),
         notify: props.notify,
         progress: setImporting,
+        takesImages: () => sync.takes('image'),
       },
       () => cancelled,
     ).finally(() => (cancelImport.current = null));

@@ -159,7 +159,8 @@ export class FileTransfer {
       if (res && res.status < 500 && res.status !== 429) {
         const body = (await res.json().catch(() => null)) as (FileInfo & { detail?: { code: string; message: string } }) | null;
         if (res.ok && body) return body;
-        throw new Refused(body?.detail?.code ?? 'refused', body?.detail?.message ?? `The image was refused (${res.status}).`);
+        // a 404 without our answer is a node of a release before files (a rolling deploy): another goes on
+        if (body?.detail || res.status !== 404) throw new Refused(body?.detail?.code ?? 'refused', body?.detail?.message ?? `The image was refused (${res.status}).`);
       }
       const after = Number(res?.headers.get('retry-after')) * 1000;
       await this.waitOnline(after > 0 ? after : RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]);

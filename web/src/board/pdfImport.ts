@@ -22,7 +22,12 @@ export interface PdfImportHost {
   addFiles(files: LoadedFile[]): void;
   notify(text: string): void;
   progress(text: string | null): void;
+  /** whether the node the page is on keeps images (not during a rolling deploy from a release without them) */
+  takesImages(): boolean;
 }
+
+/** a node that keeps no images: an import would add pages without their pictures */
+export const NO_IMPORT_NOW = 'PDFs cannot be imported at the moment (the board is being updated): try again in a few minutes.';
 
 const randomId = (prefix: string) => prefix + Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => 'abcdefghijklmnopqrstuvwxyz0123456789'[b % 36]).join('');
 
@@ -43,6 +48,7 @@ export function pageName(fileName: string, n: number): string {
  * when done or cancelled; the pages imported so far stay.
  */
 export async function importPdf(file: File, host: PdfImportHost, cancelled: () => boolean): Promise<void> {
+  if (!host.takesImages()) return host.notify(NO_IMPORT_NOW);
   host.progress('Opening the PDF…');
   try {
     const pdfjs = await import('pdfjs-dist');
@@ -85,6 +91,11 @@ export async function importPdf(file: File, host: PdfImportHost, cancelled: () =
         canvas.width = canvas.height = 0;
         if (cancelled()) return;
         const info = await host.transfer.upload(blob, cancelled);
+        if (!host.takesImages()) {
+          // the page moved to a node without images meanwhile: no page is added without its picture
+          host.notify(`${NO_IMPORT_NOW} ${i > 1 ? `Pages 1-${i - 1} were imported.` : ''}`.trim());
+          return;
+        }
         host.addFiles([{ id: info.id, dataURL: await dataURL(blob), mimeType: info.type }]);
         host.transfer.have(info.id);
         const pageId = randomId('pg-');
