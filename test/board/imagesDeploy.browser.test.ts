@@ -5,7 +5,7 @@ import { join } from '../realtime/helpers/client.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { showsExactly } from './actions.js';
 import { startPageStack } from './browser.js';
-import { image } from './factories.js';
+import { image, rect } from './factories.js';
 import { MAGENTA, magentaPng, paste, pixelsOf, waiter } from './imagesPage.js';
 import { startProxy } from './proxy.js';
 
@@ -43,6 +43,34 @@ describe('images while old and new gateways run side by side', () => {
     expect(up.headers.get('retry-after')).toBe('10');
     expect(imagesOf(await snapshot(l.lessonId))).toEqual([]);
     await c.close();
+  });
+
+  it("a page of a release before images gets the board without them, and is told once to reload", async () => {
+    const l = await stack.lesson('board_only', 'generic');
+    const tokenOf = async (id: string, role: 'teacher' | 'student') => new URL(await l.url(id, id, role)).pathname.split('/').pop()!;
+    const fresh = await join(b.wsUrl(await tokenOf('t1', 'teacher')));
+    // the old page's socket: no `images=1`
+    const old = await join(`ws://127.0.0.1:${b.port}/ws?token=${encodeURIComponent(await tokenOf('s1', 'student'))}`);
+    for (const c of [fresh, old]) {
+      c.send({ type: 'board.sync', since: 0 });
+      await c.waitType('board.state', 20_000);
+    }
+    const up = await fetch(b.httpUrl(`/files/${l.lessonId}`), { method: 'POST', headers: { authorization: `Bearer ${await tokenOf('t1', 'teacher')}`, 'content-type': 'image/png' }, body: await magentaPng() });
+    const file = (await up.json()) as { id: string };
+    fresh.send({ type: 'board.op', ref: 'both', op: { type: 'element.add', elements: [image('i1', file.id), rect('i2')] } });
+    await fresh.waitFor((m) => m.type === 'board.ack' && m.ref === 'both', 'the ack', 20_000);
+    const ops = await old.waitFor((m) => m.type === 'board.ops', 'the operation', 20_000);
+    // the rectangle reaches the old page, the image does not (its seq does: no gap)
+    expect(ops.ops[0].op.elements.map((e: { id: string }) => e.id)).toEqual(['i2']);
+    const notice = await old.waitFor((m) => m.type === 'board.reject', 'the notice', 20_000);
+    expect(notice).toMatchObject({ ref: '', message: 'This board has images your page cannot show: reload the page to see them.' });
+    old.send({ type: 'board.sync', since: 0 });
+    const state = await old.waitFor((m) => m.type === 'board.state' && m.seq > 0, 'the state', 20_000);
+    expect(state.elements.map((e: { id: string }) => e.id)).toEqual(['i2']);
+    // told once only
+    await new Promise((r) => setTimeout(r, 300));
+    expect(old.of('board.reject')).toHaveLength(1);
+    await Promise.all([fresh.close(), old.close()]);
   });
 
   it('an image added on a node without images waits on its author\'s screen, with a sentence, and reaches everyone once the page is on a node with them', async () => {

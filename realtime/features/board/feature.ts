@@ -7,7 +7,7 @@ import type { ClientConnection } from '../../ClientConnection.js';
 import { lessonKey } from '../../lesson/Lesson.js';
 import { TokenBucket } from '../../lib/TokenBucket.js';
 import { defineMessage } from '../../protocol/registry.js';
-import { BoardFanout, originOf } from './fanout.js';
+import { BoardFanout, originOf, tellNoImages } from './fanout.js';
 import type { BoardService } from './service.js';
 
 /** The board of one lesson on this node: the feed's one listener, kept on the Lesson. */
@@ -128,6 +128,12 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
         conn.close('unavailable');
         return;
       }
+      // a page of a release before images is sent the board without them (fanout.ts, tellNoImages)
+      let elements = r.elements;
+      if (!conn.showsImages && elements.some((e) => e.type === 'image')) {
+        elements = elements.filter((e) => e.type !== 'image');
+        tellNoImages(conn);
+      }
       conn.send(
         JSON.stringify({
           type: 'board.state',
@@ -135,7 +141,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
           full: r.full,
           pages: r.head.pages,
           pinned_page_id: r.head.pinned_page_id,
-          elements: r.elements,
+          elements,
           deleted_ids: r.deleted_ids,
           optional_fields: OPTIONAL_ELEMENT_FIELDS,
           element_types: elementTypes,
