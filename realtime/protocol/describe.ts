@@ -58,7 +58,7 @@ const SERVER: Record<ServerMessageType, string> = {
   'board.state': 'Answer to `board.sync`. `full: true`: replace everything with `elements`; `full: false`: `elements` changed and `deleted_ids` were deleted after `since`. `optional_fields`: the optional element fields this node keeps (`vertical_align`, `edges`); send it no other of them (a node older than a field refuses an element carrying it). `element_types`: the element types this node keeps (without `image` when `FILE_IMAGES` is off); a page holds back its writes of any other until it reaches a node that keeps them, and takes a node without the list for one that keeps all but `image`.',
   'board.ops': 'Operations committed by others, in sequence order, whichever node committed them.',
   'board.ack': 'My operation is durable at `seq` (null: nothing was left to apply); `skipped`: its elements that lost to a newer version; `restamped`: a teacher\'s writes stored one above the stored version, with these stamps (docs/board.md, "Who keeps the board").',
-  'board.reject': 'My operation was refused and changed nothing (codes: "Board" above).',
+  'board.reject': 'My operation was refused and changed nothing (codes: "Board" above). An empty `ref`: no operation of mine; the gateway left image elements out of what it sends a page that did not open its socket with `images=1` (a page of a release before images), and `message` asks its person to reload.',
   'board.stroke': 'Someone\'s stroke in progress, as they sent it, with `by` (their person id, from the link).',
   'board.resync': 'The gateway lost part of the relay: send `board.sync` with your seq.',
   chat: 'A chat line, to everyone in the lesson on every node, the sender included; `from` comes from the link.',
