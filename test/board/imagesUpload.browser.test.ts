@@ -71,6 +71,45 @@ describe('uploads and imports that do not finish as they started', () => {
     await Promise.all([teacher.context().close(), student.context().close()]);
   }, 180_000);
 
+  it('an upload that fails for the network goes again: the image arrives once', async () => {
+    const l = await stack.lesson('board_only', 'generic');
+    const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'));
+    const student = await stack.open(await l.url('s1', 'Boris', 'student'));
+    // the first two attempts are cut off (a phone between cells); the next ones go
+    let cut = 0;
+    await student.route(
+      (url) => url.pathname === `/files/${l.lessonId}`,
+      (route) => (cut++ < 2 ? route.abort('internetdisconnected') : route.continue()),
+    );
+    await paste(student, await magentaPng());
+    await waitFor('the teacher sees the picture', async () => (await pixelsOf(teacher, MAGENTA)) > 2_000, 60_000);
+    expect(cut).toBeGreaterThanOrEqual(3);
+    const snap = await snapshot(l.lessonId);
+    expect(imagesOf(snap)).toMatchObject([{ status: 'saved', file_id: snap.files[0].id }]);
+    expect(snap.files).toHaveLength(1);
+    await Promise.all([teacher.context().close(), student.context().close()]);
+  }, 120_000);
+
+  it('a PDF import cancelled half-way keeps the pages imported, each with its picture, and adds no other', async () => {
+    const l = await stack.lesson('board_only', 'generic');
+    const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'));
+    const pdf = await PDFDocument.create();
+    for (let i = 0; i < 12; i++) pdf.addPage([72, 72]).drawRectangle({ x: 0, y: 0, width: 72, height: 72, color: rgb(0.2, i / 12, 0.6) });
+    await teacher.locator('[data-testid=pdf-input]').setInputFiles({ name: 'Worksheet.pdf', mimeType: 'application/pdf', buffer: Buffer.from(await pdf.save()) });
+    await teacher.locator('[data-testid=pdf-progress]').filter({ hasText: 'Importing page 3 of 12' }).waitFor({ timeout: 60_000 });
+    await teacher.locator('[data-testid=pdf-progress] button', { hasText: 'Cancel' }).click();
+    await teacher.locator('[data-testid=pdf-progress]').waitFor({ state: 'detached', timeout: 30_000 });
+    await waitFor('the imported pages have their saved pictures', async () => {
+      const snap = await snapshot(l.lessonId);
+      return snap.pages.length > 1 && imagesOf(snap).length === snap.pages.length - 1 && imagesOf(snap).every((e) => e.status === 'saved');
+    });
+    const snap = await snapshot(l.lessonId);
+    expect(snap.pages.length).toBeLessThan(13);
+    expect(snap.pages.map((p: { name: string }) => p.name)).toEqual(['Page 1', ...Array.from({ length: snap.pages.length - 1 }, (_, i) => `Worksheet p. ${i + 1}`)]);
+    for (const page of snap.pages.slice(1)) expect(snap.elements.filter((e: { page_id: string }) => e.page_id === page.id)).toHaveLength(1);
+    await teacher.context().close();
+  }, 120_000);
+
   it('a PDF of 51 pages: the pages the board has room for, in order, and a sentence saying so', async () => {
     const l = await stack.lesson('board_only', 'generic');
     const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'));

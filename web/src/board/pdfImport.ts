@@ -1,11 +1,12 @@
+import { BOARD_LIMITS } from '../../../src/board/limits.js';
 import type { BoardElement, BoardOp, BoardPage } from '../../../src/board/schema.js';
 import type { Role } from '../../../src/domain/enums.js';
 import { canvasBlob, dataURL, Refused, type FileTransfer, type LoadedFile } from './images.js';
 
 /** Pages of one import; a longer PDF has its first MAX_PDF_PAGES imported, and the person is told. */
 export const MAX_PDF_PAGES = 50;
-/** the board's own limit of pages (src/board/limits.ts) */
-const BOARD_PAGES = 50;
+/** the board's own limit of pages */
+const BOARD_PAGES = BOARD_LIMITS.pages;
 /** a PDF point is 1/72 inch, a scene unit a CSS pixel (1/96 inch): a page is shown at its printed size */
 const CSS_PER_POINT = 96 / 72;
 /** rendered at twice the scene size: sharp at 2x zoom on a laptop (1x pixel ratio), or 1x on a 2x screen */
