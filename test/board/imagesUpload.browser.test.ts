@@ -29,6 +29,15 @@ const keptUploads = (page: import('playwright-core').Page) =>
       }),
   );
 
+/** Records every sentence the page shows (its status toasts), for `statuses`. */
+function recordStatuses() {
+  const seen: string[] = ((window as unknown as { statuses: string[] }).statuses = []);
+  new MutationObserver(() => {
+    for (const el of document.querySelectorAll('.toast[role=status]')) if (el.textContent && seen[seen.length - 1] !== el.textContent) seen.push(el.textContent);
+  }).observe(document, { subtree: true, childList: true, characterData: true });
+}
+const statuses = (page: import('playwright-core').Page) => page.evaluate(() => (window as unknown as { statuses: string[] }).statuses);
+
 describe('uploads and imports that do not finish as they started', () => {
   it('an upload that a reload interrupts goes again after it: the image is on the board once, for everyone', async () => {
     const l = await stack.lesson('board_only', 'generic');
@@ -92,27 +101,38 @@ describe('uploads and imports that do not finish as they started', () => {
 
   it('a PDF import cancelled half-way keeps the pages imported, each with its picture, and adds no other', async () => {
     const l = await stack.lesson('board_only', 'generic');
-    const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'));
+    const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'), undefined, recordStatuses);
+    // the third page's upload waits until Cancel is pressed
+    const held: Route[] = [];
+    let n = 0;
+    await teacher.route(
+      (url) => url.pathname === `/files/${l.lessonId}`,
+      (route) => (++n === 3 ? void held.push(route) : route.continue()),
+    );
     const pdf = await PDFDocument.create();
     for (let i = 0; i < 12; i++) pdf.addPage([72, 72]).drawRectangle({ x: 0, y: 0, width: 72, height: 72, color: rgb(0.2, i / 12, 0.6) });
     await teacher.locator('[data-testid=pdf-input]').setInputFiles({ name: 'Worksheet.pdf', mimeType: 'application/pdf', buffer: Buffer.from(await pdf.save()) });
-    await teacher.locator('[data-testid=pdf-progress]').filter({ hasText: 'Importing page 3 of 12' }).waitFor({ timeout: 60_000 });
+    await waitFor('the third upload is on its way', async () => held.length === 1, 60_000);
+    await teacher.locator('[data-testid=pdf-progress]').filter({ hasText: 'Importing page 3 of 12' }).waitFor();
     await teacher.locator('[data-testid=pdf-progress] button', { hasText: 'Cancel' }).click();
+    await held[0].continue();
     await teacher.locator('[data-testid=pdf-progress]').waitFor({ state: 'detached', timeout: 30_000 });
-    await waitFor('the imported pages have their saved pictures', async () => {
+    // the page whose upload was under way when Cancel was pressed is added whole; no other after it
+    await waitFor('three pages with their saved pictures', async () => {
       const snap = await snapshot(l.lessonId);
-      return snap.pages.length > 1 && imagesOf(snap).length === snap.pages.length - 1 && imagesOf(snap).every((e) => e.status === 'saved');
+      return snap.pages.length === 4 && imagesOf(snap).length === 3 && imagesOf(snap).every((e) => e.status === 'saved');
     });
     const snap = await snapshot(l.lessonId);
-    expect(snap.pages.length).toBeLessThan(13);
-    expect(snap.pages.map((p: { name: string }) => p.name)).toEqual(['Page 1', ...Array.from({ length: snap.pages.length - 1 }, (_, i) => `Worksheet p. ${i + 1}`)]);
+    expect(snap.pages.map((p: { name: string }) => p.name)).toEqual(['Page 1', 'Worksheet p. 1', 'Worksheet p. 2', 'Worksheet p. 3']);
     for (const page of snap.pages.slice(1)) expect(snap.elements.filter((e: { page_id: string }) => e.page_id === page.id)).toHaveLength(1);
+    expect(n).toBe(3);
+    expect(await statuses(teacher)).toEqual([]);
     await teacher.context().close();
   }, 120_000);
 
   it('a PDF of 51 pages: the pages the board has room for, in order, and a sentence saying so', async () => {
     const l = await stack.lesson('board_only', 'generic');
-    const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'));
+    const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'), undefined, recordStatuses);
     // small pages of a shade each (cheap to make and render; each page a file of its own)
     const pdf = await PDFDocument.create();
     for (let i = 0; i < 51; i++) pdf.addPage([72, 72]).drawRectangle({ x: 0, y: 0, width: 72, height: 72, color: rgb(i / 60, 0.5, 1 - i / 60) });
@@ -121,6 +141,7 @@ describe('uploads and imports that do not finish as they started', () => {
     await teacher.getByRole('status').filter({ hasText: 'This PDF has 51 pages: the first 49 are imported (a board has at most 50 pages).' }).waitFor({ timeout: 30_000 });
     await teacher.locator('[data-testid=pdf-progress]').filter({ hasText: 'of 49' }).waitFor({ timeout: 30_000 });
     await teacher.locator('[data-testid=pdf-progress]').waitFor({ state: 'detached', timeout: 150_000 });
+    expect(await statuses(teacher)).toEqual(['This PDF has 51 pages: the first 49 are imported (a board has at most 50 pages).']);
     await waitFor('every imported page has its saved image', async () => {
       const snap = await snapshot(l.lessonId);
       return snap.pages.length === 50 && imagesOf(snap).length === 49 && imagesOf(snap).every((e) => e.status === 'saved');
