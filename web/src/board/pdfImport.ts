@@ -12,6 +12,13 @@ const CSS_PER_POINT = 96 / 72;
 /** rendered at twice the scene size: sharp at 2x zoom on a laptop (1x pixel ratio), or 1x on a 2x screen */
 const RENDER_SCALE = 2;
 const MAX_SIDE = 2560;
+/**
+ * A page at most this often: its two operations then take at most half of the gateway's budget of
+ * board operations (20 a second per person, realtime/admission/PersonRates.ts), leaving the rest to
+ * the person's drawing. Small pages render and upload faster than that: without the pause a long
+ * PDF's operations were refused past the budget, and pages went missing.
+ */
+const PAGE_INTERVAL_MS = 200;
 
 export interface PdfImportHost {
   transfer: FileTransfer;
@@ -73,6 +80,7 @@ export async function importPdf(file: File, host: PdfImportHost, cancelled: () =
         );
       }
       let after = host.currentPage();
+      let lastPageAt = -Infinity;
       for (let i = 1; i <= total; i++) {
         if (cancelled()) return;
         host.progress(`Importing page ${i} of ${total}`);
@@ -99,6 +107,9 @@ export async function importPdf(file: File, host: PdfImportHost, cancelled: () =
         }
         host.addFiles([{ id: info.id, dataURL: await dataURL(blob), mimeType: info.type }]);
         host.transfer.have(info.id);
+        const wait = lastPageAt + PAGE_INTERVAL_MS - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        lastPageAt = performance.now();
         const pageId = randomId('pg-');
         host.submit({ type: 'page.add', page: { id: pageId, name: pageName(file.name, i) }, after_page_id: after });
         const image: BoardElement = {
