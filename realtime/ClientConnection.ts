@@ -40,6 +40,11 @@ export class ClientConnection {
   joined: Promise<void> = SETTLED;
   /** closed by a drain (1012): its departure reaches presence only after the drain's leave grace */
   drained = false;
+  /**
+   * The page shows image elements (it asked with `&images=1`). A page of a release before images
+   * would fail on one: the board leaves them out of what it sends it (features/board/fanout.ts).
+   */
+  showsImages = true;
   /** the client's last sign of life (a frame or a pong), on the gateway's clock */
   lastSeenAt: number;
   private readonly bucket: TokenBucket;

@@ -25,6 +25,8 @@ interface UserData {
   ip: string;
   /** performance.now() when the upgrade request arrived */
   upgradeAt?: number;
+  /** the page says it shows images (`&images=1`); a page of a release before images does not */
+  images?: boolean;
   socket?: UwsSocket;
   conn?: ClientConnection;
 }
@@ -387,6 +389,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
 
     upgrade(res, req, context) {
       const token = req.getQuery('token');
+      const images = req.getQuery('images') === '1';
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
@@ -427,7 +430,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
             release();
             return check.ok ? refuse(res, refusals.unavailable, 'draining') : refuse(res, check, check.code);
           }
-          upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip, upgradeAt: t0 }, key, protocol, extensions, context));
+          upgradeAfterCheck(res, keepalive.anyOpen()?.ws, () => res.upgrade<UserData>({ link: check.link, ip, upgradeAt: t0, images }, key, protocol, extensions, context));
         },
         (err) => {
           gw.log.warn({ err: (err as Error).message }, 'link check failed');
@@ -443,6 +446,7 @@ export function createServer(gw: Gateway): { app: uWS.TemplatedApp; stopAcceptin
       ud.socket = new UwsSocket(ws);
       keepalive.add(ud.socket);
       ud.conn = gw.open(ud.socket, ud.link!, ud.ip, ud.upgradeAt);
+      ud.conn.showsImages = !!ud.images;
       ud.link = undefined;
     },
 

@@ -161,6 +161,8 @@ export const ConfigSchema = z.object({
     .describe('decoded pixels (width x height, read from the header before decoding) above which an image is refused (422 `too_many_pixels`)'),
   FILE_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1)
     .describe('images a gateway process decodes and re-encodes at once (each may take ~4 bytes a pixel); the rest wait (an upload that waits 20 s for a slot gets 503)'),
+  FILE_IMAGES: flag('true')
+    .describe('whether this node takes image elements and uploads. `false`: it refuses them as a node of a release before images did, says so in `board.state` (`element_types`), and pages hold their images until they reach a node that takes them; for a rolling deploy from such a release (docs/operations.md, "Old and new gateways side by side")'),
   WEB_DIR: z.string().min(1).optional()
     .describe('folder of the built participant page the gateway serves (`npm run build` writes it). Unset: `dist/web` of this checkout'),
   // Video call

@@ -124,6 +124,8 @@ export const ServerMessages = {
     deleted_ids: z.array(IdSchema),
     /** the optional element fields this node keeps (OPTIONAL_ELEMENT_FIELDS); a page sends no other of them */
     optional_fields: z.array(z.string()),
+    /** the element types this node keeps (ELEMENT_TYPES; without `image` when FILE_IMAGES is off); a page holds back writes of any other */
+    element_types: z.array(z.string()),
   }),
   'board.ops': z.object({ type: z.literal('board.ops'), ops: z.array(sequenced) }),
   'board.ack': z.object({

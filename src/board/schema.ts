@@ -198,6 +198,16 @@ export const ImageSchema = z
 
 const shapes = [FreehandSchema, ShapeSchema, LineSchema, TextSchema, FormulaSchema, VectorSchema, ImageSchema] as const;
 export const ElementSchema = z.discriminatedUnion('type', shapes).meta({ id: 'BoardElement' });
+/**
+ * The element types of the format. A node lists those it keeps in every `board.state`
+ * (`element_types`); a page holds back writes of any other (docs/board.md, "Images during a rolling
+ * deploy"). A node from before the list keeps all but `image`: NODE_TYPES_BEFORE_LIST.
+ */
+export const ELEMENT_TYPES: readonly string[] = shapes.flatMap((s) => {
+  const t = s.shape.type;
+  return 'options' in t ? [...(t.options as string[])] : [t.value as string];
+});
+export const NODE_TYPES_BEFORE_LIST: readonly string[] = ELEMENT_TYPES.filter((t) => t !== 'image');
 export type BoardElement = z.infer<typeof ElementSchema>;
 
 /** The element without the optional fields a node does not keep (`keeps`: what its board.state listed). */

@@ -11,6 +11,24 @@ export const originOf = (conn: ClientConnection, ref: string): string => `${conn
  */
 const ackFrame = (ref: string, seq: number | null, skipped?: string[], restamped?: Tombstone[]) =>
   JSON.stringify({ type: 'board.ack', ref, seq, ...(skipped?.length ? { skipped } : {}), ...(restamped?.length ? { restamped } : {}) });
+/**
+ * A page of a release before images (it did not ask for them: ClientConnection.showsImages) fails on
+ * an image element: what the board sends it leaves them out, and it is told once, in the sentence
+ * of a `board.reject` with an empty ref, which such a page shows (docs/board.md, "Images during a
+ * rolling deploy"). The element stays on the board for everyone else and for that person's reload.
+ */
+export const NO_IMAGES_HERE = 'This board has images your page cannot show: reload the page to see them.';
+const told = new WeakSet<ClientConnection>();
+export function tellNoImages(conn: ClientConnection): void {
+  if (told.has(conn)) return;
+  told.add(conn);
+  conn.send(JSON.stringify({ type: 'board.reject', ref: '', code: 'invalid', message: NO_IMAGES_HERE }));
+}
+const writesImages = (o: SequencedOp): boolean => (o.op.type === 'element.add' || o.op.type === 'element.update') && o.op.elements.some((e) => e.type === 'image');
+/** the operation without its image elements (an operation of nothing else stays, empty: the page's seq goes on) */
+const withoutImages = (o: SequencedOp): SequencedOp =>
+  writesImages(o) && (o.op.type === 'element.add' || o.op.type === 'element.update') ? { ...o, op: { ...o.op, elements: o.op.elements.filter((e) => e.type !== 'image') } } : o;
+
 const opsFrame = (ops: SequencedOp[]) => JSON.stringify({ type: 'board.ops', ops: ops.map((o) => ({ seq: o.seq, op: o.op })) });
 
 /**
@@ -69,14 +87,21 @@ export class BoardFanout implements BoardListener {
     const senders = new Set<string>();
     for (const o of batch) if (o.origin) senders.add(o.origin.slice(0, o.origin.indexOf('|')));
     let common: string | undefined;
+    // pages that show no images get the batch without them (worked out only when it has any)
+    const images = batch.some(writesImages);
+    let plain: SequencedOp[] | undefined;
+    let plainFrame: string | undefined;
     for (const conn of this.present()) {
+      const hide = images && !conn.showsImages;
+      if (hide) tellNoImages(conn);
+      const view = hide ? (plain ??= batch.map(withoutImages)) : batch;
       if (!senders.has(conn.id)) {
-        conn.send((common ??= opsFrame(batch)));
+        conn.send(hide ? (plainFrame ??= opsFrame(view)) : (common ??= opsFrame(batch)));
         continue;
       }
       const mine = this.unacked.get(conn);
       let theirs: SequencedOp[] = [];
-      for (const o of batch) {
+      for (const o of view) {
         const bar = o.origin ? o.origin.indexOf('|') : -1;
         if (bar < 0 || o.origin!.slice(0, bar) !== conn.id) {
           theirs.push(o);

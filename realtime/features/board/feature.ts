@@ -1,12 +1,12 @@
 import { BoardOpError } from '../../../src/board/errors.js';
 import { ClientMessages } from '../../protocol/clientMessages.js';
-import { OPTIONAL_ELEMENT_FIELDS, type SequencedOp } from '../../../src/board/schema.js';
+import { ELEMENT_TYPES, NODE_TYPES_BEFORE_LIST, OPTIONAL_ELEMENT_FIELDS, type SequencedOp } from '../../../src/board/schema.js';
 import type { Deps } from '../../../src/deps.js';
 import { defineMessage, type GatewayFeature } from '../api.js';
 import type { ClientConnection } from '../../ClientConnection.js';
 import { lessonKey } from '../../lesson/Lesson.js';
 import { TokenBucket } from '../../lib/TokenBucket.js';
-import { BoardFanout, originOf } from './fanout.js';
+import { BoardFanout, originOf, tellNoImages } from './fanout.js';
 import type { BoardService } from './service.js';
 
 /** The board of one lesson on this node: the feed's one listener, kept on the Lesson. */
@@ -44,6 +44,8 @@ const STROKE_BURST = 40;
 
 export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
   const log = deps.log.child({ component: 'board' });
+  // images switched off (FILE_IMAGES): the node lists the types of a node from before images
+  const elementTypes = deps.config.FILE_IMAGES ? ELEMENT_TYPES : NODE_TYPES_BEFORE_LIST;
   const strokeBuckets = new WeakMap<ClientConnection, TokenBucket>();
   /**
    * Each connection's stroke in progress: its id and whether its start passed the rules (a promise
@@ -125,6 +127,12 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
         conn.close('unavailable');
         return;
       }
+      // a page of a release before images is sent the board without them (fanout.ts, tellNoImages)
+      let elements = r.elements;
+      if (!conn.showsImages && elements.some((e) => e.type === 'image')) {
+        elements = elements.filter((e) => e.type !== 'image');
+        tellNoImages(conn);
+      }
       conn.send(
         JSON.stringify({
           type: 'board.state',
@@ -132,9 +140,10 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
           full: r.full,
           pages: r.head.pages,
           pinned_page_id: r.head.pinned_page_id,
-          elements: r.elements,
+          elements,
           deleted_ids: r.deleted_ids,
           optional_fields: OPTIONAL_ELEMENT_FIELDS,
+          element_types: elementTypes,
         }),
       );
     },

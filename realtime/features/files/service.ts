@@ -24,6 +24,9 @@ export async function participantOf(checkLink: (token: string | undefined) => Pr
   return check.link;
 }
 
+/** Retry-After of an upload to a node with images switched off (FILE_IMAGES): a page waits this long, or until it reconnects. */
+const IMAGES_OFF_RETRY_S = 10;
+
 /** How long an upload waits for a free slot to be checked before it is refused (503, try again). */
 const PROCESS_QUEUE_MS = 20_000;
 
@@ -146,6 +149,8 @@ export class FileService {
   async upload(req: UploadRequest): Promise<HttpReply> {
     try {
       const link = await this.participant(req.lessonId, req.headers);
+      // images switched off on this node (a rolling deploy): the page tries again, reaching another node or this one later
+      if (!this.deps.config.FILE_IMAGES) throw new FileError('unavailable', 'Images cannot be added on this server at the moment: try again in a few minutes', IMAGES_OFF_RETRY_S);
       if (req.body.length > this.maxBytes) return this.tooLarge();
       if (req.body.length === 0) throw new FileError('invalid_image', 'The upload was empty');
       const rate = await this.rates.take(this.prefix + req.lessonId + ':' + personIdOf(link));

@@ -36,7 +36,8 @@ export async function startTestGateway(opts: { env?: Record<string, string>; clo
     ...gw,
     env,
     deps,
-    wsUrl: (token) => `ws://127.0.0.1:${gw.port}/ws?token=${encodeURIComponent(token)}`,
+    // as the page: it shows images
+    wsUrl: (token) => `ws://127.0.0.1:${gw.port}/ws?token=${encodeURIComponent(token)}&images=1`,
     httpUrl: (path) => `http://127.0.0.1:${gw.port}${path}`,
     settle,
     maintain: async () => {

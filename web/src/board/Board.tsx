@@ -163,6 +163,7 @@ export function Board(props: {
         addFiles: (files) => apiRef.current?.addFiles(files.map((f) => ({ ...f, created: Date.now() })) as never),
         notify: props.notify,
         progress: setImporting,
+        takesImages: () => sync.takes('image'),
       },
       () => cancelled,
     ).finally(() => (cancelImport.current = null));
@@ -287,8 +288,11 @@ export function Board(props: {
   // right after the board is first shown, so they never hold up the board itself; until then nobody can draw.
   const shownOnce = !!view;
   useEffect(() => {
-    if (shownOnce) preloadBoardFonts();
-  }, [shownOnce]);
+    if (!shownOnce) return;
+    preloadBoardFonts();
+    // my uploads a reload interrupted go again, into the elements the board now has
+    void images.resume();
+  }, [shownOnce, images]);
   // labels wrapped before their font was in memory (a reload, a late join) are wrapped again with it
   useEffect(() => {
     const again = () => {

@@ -2,7 +2,7 @@ import { CaptureUpdateAction, newElementWith, restoreElements, viewportCoordsToS
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import type { BoardElement } from '../../../src/board/schema.js';
 import { toExcalidraw, type ExEl } from './convert.js';
-import { dataURL, FileTransfer, IMAGE_TYPES, NOT_AN_IMAGE, prepareImage, Refused, sha256Hex, type LoadedFile } from './images.js';
+import { dataURL, FileTransfer, IMAGE_TYPES, NOT_AN_IMAGE, PendingUploads, prepareImage, Refused, sha256Hex, type LoadedFile } from './images.js';
 
 type Api = ExcalidrawImperativeAPI;
 /** the share of the view a new image may take at most, on each side */
@@ -36,6 +36,9 @@ export class BoardImages {
   private saved = new Map<string, string>();
   /** my images the server refused: deleted when their element is in the scene */
   private refused = new Set<string>();
+  /** my uploads on their way, kept across a reload until their element is saved */
+  private readonly pending: PendingUploads;
+  private resumed = false;
 
   constructor(
     lessonId: string,
@@ -44,6 +47,7 @@ export class BoardImages {
     private readonly notify: (text: string) => void,
   ) {
     this.transfer = new FileTransfer(lessonId, token, (files) => this.addFiles(files));
+    this.pending = new PendingUploads(lessonId);
   }
 
   private addFiles(files: LoadedFile[]): void {
@@ -77,17 +81,42 @@ export class BoardImages {
     const height = Math.round(prepared.height * fit);
     const c = at ? viewportCoordsToSceneCoords(at, st) : { x: -st.scrollX + st.width / 2 / zoom, y: -st.scrollY + st.height / 2 / zoom };
     const el = imageElement({ id: randomId(), page_id: '', z: 'a0', x: Math.round(c.x - width / 2), y: Math.round(c.y - height / 2), type: 'image', width, height, file_id: localId, status: 'pending', scale: [1, 1], crop: null });
+    // kept before the element is shown to anyone: a reload from now on takes the upload up again
+    await this.pending.put({ elementId: el.id, localId, blob: prepared.blob, at: Date.now() });
     api.updateScene({ elements: [...api.getSceneElementsIncludingDeleted(), el] as never, captureUpdate: CaptureUpdateAction.IMMEDIATELY });
+    await this.finish(el.id, prepared.blob, url);
+  }
+
+  /** Uploads the file an element of mine waits for; the element is saved (or deleted, refused) by `sweep`. */
+  private async finish(elementId: string, blob: Blob, url: string): Promise<void> {
     try {
-      const info = await this.transfer.upload(prepared.blob);
+      const info = await this.transfer.upload(blob);
       this.addFiles([{ id: info.id, dataURL: url, mimeType: info.type }]);
       this.transfer.have(info.id);
-      this.saved.set(el.id, info.id);
+      this.saved.set(elementId, info.id);
     } catch (err) {
       this.notify(err instanceof Refused ? err.message : 'The image could not be added.');
-      this.refused.add(el.id);
+      this.refused.add(elementId);
+      void this.pending.remove(elementId);
     }
     this.sweep();
+  }
+
+  /**
+   * Once the board is first shown: my uploads that a reload (or a closed tab) interrupted go again,
+   * the author's picture shown meanwhile. The element waiting for each is the one the board has
+   * (sent before the reload, or kept with my unacknowledged changes): it fills once. Content
+   * addressing makes an upload that had in fact arrived cost nothing (the same file).
+   */
+  async resume(): Promise<void> {
+    if (this.resumed) return;
+    this.resumed = true;
+    for (const p of await this.pending.all()) {
+      const url = await dataURL(p.blob);
+      this.addFiles([{ id: p.localId, dataURL: url, mimeType: p.blob.type }]);
+      this.transfer.have(p.localId);
+      void this.finish(p.elementId, p.blob, url);
+    }
   }
 
   /**
@@ -102,12 +131,17 @@ export class BoardImages {
     let patched = false;
     const elements = api.getSceneElementsIncludingDeleted().map((e) => {
       const ex = e as unknown as ExEl;
+      if (ex.type === 'image' && ex.isDeleted && this.saved.delete(ex.id)) void this.pending.remove(ex.id);
       if (ex.type !== 'image' || ex.isDeleted) return e;
       const fileId = this.saved.get(ex.id);
-      if (fileId && ex.status === 'pending') {
+      if (fileId) {
+        // the saved element goes with my changes (kept across a reload from here): the upload is done
         this.saved.delete(ex.id);
-        patched = true;
-        return newElementWith(e as never, { fileId, status: 'saved' } as never);
+        void this.pending.remove(ex.id);
+        if (ex.status === 'pending') {
+          patched = true;
+          return newElementWith(e as never, { fileId, status: 'saved' } as never);
+        }
       }
       if (this.refused.delete(ex.id)) {
         patched = true;

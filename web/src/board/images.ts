@@ -159,7 +159,8 @@ export class FileTransfer {
       if (res && res.status < 500 && res.status !== 429) {
         const body = (await res.json().catch(() => null)) as (FileInfo & { detail?: { code: string; message: string } }) | null;
         if (res.ok && body) return body;
-        throw new Refused(body?.detail?.code ?? 'refused', body?.detail?.message ?? `The image was refused (${res.status}).`);
+        // a 404 without our answer is a node of a release before files (a rolling deploy): another goes on
+        if (body?.detail || res.status !== 404) throw new Refused(body?.detail?.code ?? 'refused', body?.detail?.message ?? `The image was refused (${res.status}).`);
       }
       const after = Number(res?.headers.get('retry-after')) * 1000;
       await this.waitOnline(after > 0 ? after : RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]);
@@ -205,5 +206,79 @@ export class FileTransfer {
     } catch {
       this.failed.add(id);
     }
+  }
+}
+
+/** An upload of mine on its way, with the element that waits for it. */
+export interface PendingUpload {
+  elementId: string;
+  /** the author's own id of the file (the element's `file_id` while pending) */
+  localId: string;
+  blob: Blob;
+  at: number;
+}
+
+/** what a reload does not take up again: an upload left for longer is given up */
+const PENDING_MAX_AGE_MS = 24 * 3600_000;
+
+/**
+ * My uploads on their way, kept in the browser (IndexedDB, per lesson) until their element is saved:
+ * a reload or a tab closed mid-upload takes them up again, and the element that waits for the file
+ * fills once, as if nothing happened. A browser that refuses the storage (private mode, an embedding
+ * page's settings) keeps nothing: the upload then goes only while the tab stays open.
+ */
+export class PendingUploads {
+  private opened: Promise<IDBDatabase | null> | null = null;
+
+  constructor(private readonly lessonId: string) {}
+
+  private db(): Promise<IDBDatabase | null> {
+    this.opened ??= new Promise((resolve) => {
+      try {
+        const req = indexedDB.open('board-uploads', 1);
+        req.onupgradeneeded = () => req.result.createObjectStore('pending');
+        req.onsuccess = () => resolve(req.result);
+        req.onerror = () => resolve(null);
+        req.onblocked = () => resolve(null);
+      } catch {
+        resolve(null);
+      }
+    });
+    return this.opened;
+  }
+
+  private async run<T>(mode: IDBTransactionMode, fn: (s: IDBObjectStore) => IDBRequest<T>): Promise<T | undefined> {
+    const db = await this.db();
+    if (!db) return undefined;
+    return new Promise((resolve) => {
+      try {
+        const req = fn(db.transaction('pending', mode).objectStore('pending'));
+        req.onsuccess = () => resolve(req.result);
+        req.onerror = () => resolve(undefined);
+      } catch {
+        resolve(undefined);
+      }
+    });
+  }
+
+  private key(elementId: string): string {
+    return `${this.lessonId}/${elementId}`;
+  }
+
+  async put(p: PendingUpload): Promise<void> {
+    await this.run('readwrite', (s) => s.put(p, this.key(p.elementId)));
+  }
+
+  async remove(elementId: string): Promise<void> {
+    await this.run('readwrite', (s) => s.delete(this.key(elementId)));
+  }
+
+  /** This lesson's uploads left on their way, oldest first (those too old are given up and removed). */
+  async all(now = Date.now()): Promise<PendingUpload[]> {
+    const range = IDBKeyRange.bound(`${this.lessonId}/`, `${this.lessonId}/\uffff`);
+    const list = ((await this.run('readonly', (s) => s.getAll(range))) ?? []) as PendingUpload[];
+    const old = list.filter((p) => now - p.at > PENDING_MAX_AGE_MS);
+    for (const p of old) await this.remove(p.elementId);
+    return list.filter((p) => now - p.at <= PENDING_MAX_AGE_MS && p.blob instanceof Blob).sort((a, b) => a.at - b.at);
   }
 }

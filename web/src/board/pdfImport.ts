@@ -1,16 +1,24 @@
+import { BOARD_LIMITS } from '../../../src/board/limits.js';
 import type { BoardElement, BoardOp, BoardPage } from '../../../src/board/schema.js';
 import type { Role } from '../../../src/domain/enums.js';
 import { canvasBlob, dataURL, Refused, type FileTransfer, type LoadedFile } from './images.js';
 
 /** Pages of one import; a longer PDF has its first MAX_PDF_PAGES imported, and the person is told. */
 export const MAX_PDF_PAGES = 50;
-/** the board's own limit of pages (src/board/limits.ts) */
-const BOARD_PAGES = 50;
+/** the board's own limit of pages */
+const BOARD_PAGES = BOARD_LIMITS.pages;
 /** a PDF point is 1/72 inch, a scene unit a CSS pixel (1/96 inch): a page is shown at its printed size */
 const CSS_PER_POINT = 96 / 72;
 /** rendered at twice the scene size: sharp at 2x zoom on a laptop (1x pixel ratio), or 1x on a 2x screen */
 const RENDER_SCALE = 2;
 const MAX_SIDE = 2560;
+/**
+ * A page at most this often: its two operations then take at most half of the gateway's budget of
+ * board operations (20 a second per person, realtime/admission/PersonRates.ts), leaving the rest to
+ * the person's drawing. Small pages render and upload faster than that: without the pause a long
+ * PDF's operations were refused past the budget, and pages went missing.
+ */
+const PAGE_INTERVAL_MS = 200;
 
 export interface PdfImportHost {
   transfer: FileTransfer;
@@ -22,7 +30,12 @@ export interface PdfImportHost {
   addFiles(files: LoadedFile[]): void;
   notify(text: string): void;
   progress(text: string | null): void;
+  /** whether the node the page is on keeps images (not during a rolling deploy from a release without them) */
+  takesImages(): boolean;
 }
+
+/** a node that keeps no images: an import would add pages without their pictures */
+export const NO_IMPORT_NOW = 'PDFs cannot be imported at the moment (the board is being updated): try again in a few minutes.';
 
 const randomId = (prefix: string) => prefix + Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => 'abcdefghijklmnopqrstuvwxyz0123456789'[b % 36]).join('');
 
@@ -43,6 +56,7 @@ export function pageName(fileName: string, n: number): string {
  * when done or cancelled; the pages imported so far stay.
  */
 export async function importPdf(file: File, host: PdfImportHost, cancelled: () => boolean): Promise<void> {
+  if (!host.takesImages()) return host.notify(NO_IMPORT_NOW);
   host.progress('Opening the PDF…');
   try {
     const pdfjs = await import('pdfjs-dist');
@@ -66,6 +80,7 @@ export async function importPdf(file: File, host: PdfImportHost, cancelled: () =
         );
       }
       let after = host.currentPage();
+      let lastPageAt = -Infinity;
       for (let i = 1; i <= total; i++) {
         if (cancelled()) return;
         host.progress(`Importing page ${i} of ${total}`);
@@ -85,8 +100,16 @@ export async function importPdf(file: File, host: PdfImportHost, cancelled: () =
         canvas.width = canvas.height = 0;
         if (cancelled()) return;
         const info = await host.transfer.upload(blob, cancelled);
+        if (!host.takesImages()) {
+          // the page moved to a node without images meanwhile: no page is added without its picture
+          host.notify(`${NO_IMPORT_NOW} ${i > 1 ? `Pages 1-${i - 1} were imported.` : ''}`.trim());
+          return;
+        }
         host.addFiles([{ id: info.id, dataURL: await dataURL(blob), mimeType: info.type }]);
         host.transfer.have(info.id);
+        const wait = lastPageAt + PAGE_INTERVAL_MS - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        lastPageAt = performance.now();
         const pageId = randomId('pg-');
         host.submit({ type: 'page.add', page: { id: pageId, name: pageName(file.name, i) }, after_page_id: after });
         const image: BoardElement = {

@@ -1,5 +1,5 @@
 import { isNewer, LiveBoard, reduce, withoutSkipped } from '../../../src/board/reducer.js';
-import { DEFAULT_PAGES, forNode, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
+import { DEFAULT_PAGES, forNode, NODE_TYPES_BEFORE_LIST, type BoardElement, type BoardOp, type BoardPage, type Tombstone } from '../../../src/board/schema.js';
 import { STROKE_DELTA_MAX_POINTS } from '../../../realtime/protocol/limits.js';
 import type { ServerMessage } from '../../../realtime/protocol/serverMessages.js';
 import type { Role } from '../../../src/domain/enums.js';
@@ -72,6 +72,8 @@ const LIVE_TTL_MS = 5000;
  * Drawing on a page the person may no longer draw on: the pen was down when the page changed under
  * it (docs/board.md, "A page that changes under the pen"). It is never moved to the page now shown.
  */
+/** my writes of a type the node does not keep (images during a rolling deploy) */
+export const HELD_BACK = 'Images cannot be shared at the moment (the board is being updated): yours stay on your screen and reach the others as soon as they can.';
 const LOST_TO_PIN = 'The teacher pinned another page while you were drawing there: that drawing was not kept.';
 const LOST_TO_DELETE = 'The page you were drawing on was deleted: that drawing was not kept.';
 /** a student's edit refused because it locks, or touches a locked element (docs/board.md, "Locked elements") */
@@ -127,6 +129,14 @@ export class BoardSync {
    * deploy) is not refused. A node from before the list keeps none of them.
    */
   private keeps: ReadonlySet<string> = new Set();
+  /**
+   * The element types the node keeps (its last board.state's element_types; a node from before the
+   * list keeps all but images). My writes of other types wait in the outbox, shown on my screen,
+   * until the page reaches a node that keeps them (a rolling deploy; images switched off on a node).
+   */
+  private types: ReadonlySet<string> = new Set(NODE_TYPES_BEFORE_LIST);
+  /** the person was told that their writes wait for another node (once while it lasts) */
+  private toldHeld = false;
   /** my stroke in progress: points sent as deltas so far, when the last delta went */
   private stroke: { id: string; sent: number; lastDelta: number } | null = null;
   /** others' strokes in progress, shown until their commit arrives */
@@ -163,6 +173,15 @@ export class BoardSync {
     if (!this.loaded) return [...this.kept];
     this.flushLocal();
     return [...this.mine.values()];
+  }
+
+  /** Whether the node I am on keeps elements of this type (a write of another waits for one that does). */
+  takes(type: BoardElement['type']): boolean {
+    return this.types.has(type);
+  }
+
+  private holdsBack(): boolean {
+    return [...this.outbox.values()].some((c) => c.kind === 'put' && !this.types.has(c.el.type));
   }
 
   view(): SyncView {
@@ -207,6 +226,8 @@ export class BoardSync {
     }
     this.detect(); // what the person drew so far belongs to the page shown until now
     this.keeps = new Set(msg.optional_fields ?? []); // (absent from a node older than the list)
+    this.types = new Set(msg.element_types ?? NODE_TYPES_BEFORE_LIST);
+    if (!this.holdsBack()) this.toldHeld = false;
     if (msg.full) this.board.elements.clear();
     for (const id of msg.deleted_ids) this.board.elements.delete(id);
     for (const el of msg.elements) this.board.elements.set(el.id, el);
@@ -375,7 +396,13 @@ export class BoardSync {
     const updates: Change[] = [];
     const deletes: Change[] = [];
     let lost: string | null = null;
+    const waiting: Change[] = [];
     for (const c of this.outbox.values()) {
+      if (c.kind === 'put' && !this.types.has(c.el.type)) {
+        // a type this node does not keep: it waits, on my screen, for a node that does
+        waiting.push(c);
+        continue;
+      }
       const why = changeOf(c).id === held ? null : this.cannotDrawOn(c.kind === 'put' ? c.el.page_id : c.page);
       if (why) {
         // drawn on a page deleted or pinned away while the pen was down: dropped here, never sent to the
@@ -396,6 +423,11 @@ export class BoardSync {
     const keep = held ? this.outbox.get(held) : undefined;
     this.outbox.clear();
     if (keep) this.outbox.set(held!, keep);
+    for (const c of waiting) this.outbox.set(changeOf(c).id, c);
+    if (waiting.length && !this.toldHeld) {
+      this.toldHeld = true;
+      this.host.notify(HELD_BACK);
+    }
     this.sendElements('element.add', adds);
     this.sendElements('element.update', updates);
     for (let i = 0; i < deletes.length; i += CHUNK) {

@@ -76,7 +76,8 @@ export class Connection {
   static forToken(token: string, on: ConnectionEvents): Connection {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     const socketPath = document.querySelector<HTMLMetaElement>('meta[name="lesson-socket"]')?.content || '/ws?token=';
-    return new Connection(`${proto}//${location.host}${socketPath}${encodeURIComponent(token)}`, on, location.href.split('#')[0]);
+    // `images=1`: this page shows image elements (a node leaves them out for a page of a release before them)
+    return new Connection(`${proto}//${location.host}${socketPath}${encodeURIComponent(token)}&images=1`, on, location.href.split('#')[0]);
   }
 
   start(): void {
