@@ -177,20 +177,20 @@ export class BoardStore {
     return { head, elements: new Map(rows.map(({ element_id, ...st }) => [element_id, st])) };
   }
 
-  /** The history's entries after `afterSeq`, oldest first, at most `limit` of them (docs/snapshot-format.md, "History"). */
-  async history(db: Db, lessonId: string, afterSeq: number, limit: number): Promise<HistoryEntry[]> {
-    const rows = await db<{ seq: string; at: Date; person_id: string | null; role: string; op: BoardOp }[]>`
-      SELECT seq, at, person_id, role, op FROM board_history
-      WHERE lesson_id = ${lessonId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`;
-    return rows.map((r) => ({ seq: Number(r.seq), at: r.at.toISOString(), person_id: r.person_id, role: r.role, op: r.op }));
-  }
-
   async head(db: Db, lessonId: string): Promise<(BoardHead & { updated_at: Date }) | undefined> {
     const [row] = await db<(BoardHead & { updated_at: Date })[]>`
       SELECT seq, pages, pinned_page_id, live_elements, live_bytes, first_content_seq, updated_at
       FROM boards WHERE lesson_id = ${lessonId}`;
     return row;
   }
+}
+
+/** The history's entries after `afterSeq`, oldest first, at most `limit` of them (docs/snapshot-format.md, "History"). */
+export async function boardHistory(db: Db, lessonId: string, afterSeq: number, limit: number): Promise<HistoryEntry[]> {
+  const rows = await db<{ seq: string; at: Date; person_id: string | null; role: string; op: BoardOp }[]>`
+    SELECT seq, at, person_id, role, op FROM board_history
+    WHERE lesson_id = ${lessonId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`;
+  return rows.map((r) => ({ seq: Number(r.seq), at: r.at.toISOString(), person_id: r.person_id, role: r.role, op: r.op }));
 }
 
 /** Our snapshot document (docs/snapshot-format.md) from a full read. */

@@ -166,6 +166,10 @@ describe('the OpenAPI document is the contract', () => {
     await node.board.submit(lesson.id, { type: 'element.add', elements: [rect('r')] }, { role: 'student' });
     const png = await c('GET', '/lessons/{id}/preview', `/lessons/${lesson.id}/preview`, { key: k });
     await c('GET', '/lessons/{id}/preview', `/lessons/${lesson.id}/preview`, { key: k, headers: { 'if-none-match': png.headers.get('etag')! } }); // 304
+    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=1`, { key: k });
+    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=0`, { key: k }); // 422
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${lesson.id}/replay-links`, { key: k, body: { ttl_minutes: 60 } });
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${theirs.id}/replay-links`, { key: k, body: {} }); // 404
     const stored = await checkImage(await sharp({ create: { width: 4, height: 4, channels: 3, background: '#f00' } }).png().toBuffer(), { maxPixels: 100 });
     await new PgFileStore(sql).put(lesson.id, stored, 'p1', { maxBytes: 1e6, maxFiles: 10 });
     const file = await c('GET', '/lessons/{id}/files/{file_id}', `/lessons/${lesson.id}/files/${stored.id}`, { key: k });
@@ -203,10 +207,11 @@ describe('the OpenAPI document is the contract', () => {
 
     // archive
     await c('DELETE', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k2 });
-    for (const [method, template, suffix] of [['GET', '/lessons/{id}', ''], ['DELETE', '/lessons/{id}', ''], ['GET', '/lessons/{id}/snapshot', '/snapshot'], ['GET', '/lessons/{id}/preview', '/preview'], ['GET', '/lessons/{id}/files/{file_id}', `/files/${stored.id}`]] as const) {
+    for (const [method, template, suffix] of [['GET', '/lessons/{id}', ''], ['DELETE', '/lessons/{id}', ''], ['GET', '/lessons/{id}/snapshot', '/snapshot'], ['GET', '/lessons/{id}/preview', '/preview'], ['GET', '/lessons/{id}/files/{file_id}', `/files/${stored.id}`], ['GET', '/lessons/{id}/history', '/history']] as const) {
       await c(method, template, `/lessons/${lesson.id}${suffix}`, { key: k2 }); // 410
     }
     await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k2, body: { user: { id: 'u', name: 'n', role: 'student' } } }); // 410
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${lesson.id}/replay-links`, { key: k2, body: {} }); // 410
 
     // 429: a key past its 60 requests a minute
     const busy = await partnerFactory(sql);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { boardAt } from '../../src/board/history.js';
 import type { BoardElement, BoardOp } from '../../src/board/schema.js';
-import { toSnapshot } from '../../src/board/store.js';
+import { boardHistory, toSnapshot } from '../../src/board/store.js';
 import type { Actor } from '../../src/board/apply.js';
 import { suiteOrFull } from '../helpers/length.js';
 import { rect, stroke } from './factories.js';
@@ -103,7 +103,7 @@ async function randomSession(seed: number, rounds: number): Promise<string> {
 }
 
 async function history(lessonId: string) {
-  return nodeA.board.store.history(nodeA.deps.sql, lessonId, 0, 1_000_000);
+  return boardHistory(nodeA.deps.sql, lessonId, 0, 1_000_000);
 }
 
 describe('board history', () => {
@@ -121,7 +121,7 @@ describe('board history', () => {
     ]);
     expect(new Date(h[0].at).getTime()).toBeGreaterThan(0);
     // paginated by seq
-    expect((await nodeA.board.store.history(nodeA.deps.sql, lesson.id, 1, 10)).map((e) => e.seq)).toEqual([2]);
+    expect((await boardHistory(nodeA.deps.sql, lesson.id, 1, 10)).map((e) => e.seq)).toEqual([2]);
   });
 
   it.each(suiteOrFull([[1], [2]], [[1], [2], [3], [4], [5], [6], [7], [8]]))('rebuilt at its last operation equals the snapshot after a random two-node session (seed %i)', async (seed) => {
