@@ -65,6 +65,7 @@ export interface ResolvedReplayLink {
   id: string;
   lesson_id: string;
   lesson_title: string;
+  subject_mode: Lesson['subject_mode'];
   expires_at: Date;
   archived: boolean;
 }
@@ -74,7 +75,7 @@ export async function resolveReplayToken(db: Db, token: string): Promise<Resolve
   const hash = linkTokenHash(token);
   if (!hash) return undefined;
   const [row] = await db<ResolvedReplayLink[]>`
-    SELECT r.id, r.lesson_id, l.title AS lesson_title, r.expires_at, (l.archived_at IS NOT NULL) AS archived
+    SELECT r.id, r.lesson_id, l.title AS lesson_title, l.subject_mode, r.expires_at, (l.archived_at IS NOT NULL) AS archived
     FROM replay_links r JOIN lessons l ON l.id = r.lesson_id WHERE r.token_hash = ${hash}`;
   return row;
 }

@@ -25,7 +25,7 @@ const json = (status: number, body: unknown): HttpReply => ({
  *
  * - GET /replay/<token>: the page (dist/web/replay.html), or the error page of an unknown or
  *   expired link (401) or a deleted lesson (410);
- * - GET /replay/<token>/lesson: the lesson's title, its board's last seq and its attendance (the
+ * - GET /replay/<token>/lesson: the lesson's title and subject, its board's last seq and its attendance (the
  *   timeline's sessions and who was present);
  * - GET /replay/<token>/history?after_seq=N: the next REPLAY_PAGE_SIZE operations of the history.
  * Nothing else: the gateway answers other methods 405, as on every path.
@@ -68,7 +68,7 @@ export function replayFeature(deps: Deps, webDir = deps.config.WEB_DIR ?? defaul
             readAttendance(deps.readSql, c.link.lesson_id, now),
             deps.readSql<{ seq: string }[]>`SELECT seq FROM boards WHERE lesson_id = ${c.link.lesson_id}`,
           ]);
-          return json(200, { title: c.link.lesson_title, seq: Number(head?.seq ?? 0), now: now.toISOString(), attendance: presentAttendance(c.link.lesson_id, attendance!) });
+          return json(200, { title: c.link.lesson_title, subject: c.link.subject_mode, seq: Number(head?.seq ?? 0), now: now.toISOString(), attendance: presentAttendance(c.link.lesson_id, attendance!) });
         },
       },
       {
