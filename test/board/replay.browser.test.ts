@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import sharp from 'sharp';
@@ -15,12 +16,29 @@ import { ARTIFACTS, LAPTOP, startPageStack } from './browser.js';
  */
 const stack = await startPageStack();
 
-/** The part of the board where the test draws, in board-canvas pixels: clear of the editor's own controls. */
+/** The part of the board where the test draws, in board-canvas pixels. */
 const REGION = { x: 280, y: 180, width: 520, height: 330 };
 
+/**
+ * A picture of the board's region: the editor's static canvas (the elements as drawn), without the
+ * interactive layer above it (others' pointers, a selection), kept in test-artifacts.
+ */
 async function shotOf(page: Page, name: string): Promise<Buffer> {
-  const box = (await page.locator('[data-testid=board]').boundingBox())!;
-  return page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), clip: { x: box.x + REGION.x, y: box.y + REGION.y, width: REGION.width, height: REGION.height } });
+  const url = await page.evaluate(({ x, y, width, height }) => {
+    const c = document.querySelector<HTMLCanvasElement>('[data-testid=board] canvas.static')!;
+    const k = c.width / c.clientWidth;
+    const out = document.createElement('canvas');
+    out.width = width;
+    out.height = height;
+    const g = out.getContext('2d')!;
+    g.fillStyle = '#ffffff';
+    g.fillRect(0, 0, width, height);
+    g.drawImage(c, x * k, y * k, width * k, height * k, 0, 0, width, height);
+    return out.toDataURL('image/png');
+  }, REGION);
+  const png = Buffer.from(url.slice(url.indexOf(',') + 1), 'base64');
+  writeFileSync(path.join(ARTIFACTS, `${name}.png`), png);
+  return png;
 }
 
 /**
@@ -75,7 +93,14 @@ describe('replay page', () => {
     await drawRect(a, [420, 300], [220, 120]);
     await a.keyboard.press('Escape');
     await showsExactly(a, 1);
-    await a.waitForFunction(() => document.querySelector('[data-testid=board]')?.getAttribute('data-seq') === '4', undefined, { timeout: 15_000 });
+    // committed, and the teacher's screen at the board's last seq (their own screen shows the drawing before its commit)
+    const onPage2 = async () => {
+      const [r] = await stack.gw.deps.sql<{ n: number; seq: string }[]>`
+        SELECT count(*) FILTER (WHERE op->>'type' = 'element.add' AND op->'elements'->0->>'page_id' <> 'page-1')::int AS n, max(seq)::text AS seq
+        FROM board_history WHERE lesson_id = ${l.lessonId}`;
+      return r.n > 0 && (await a.locator('[data-testid=board]').getAttribute('data-seq')) === r.seq;
+    };
+    await expect.poll(onPage2, { timeout: 15_000 }).toBe(true);
     const live3 = await shotOf(a, 'replay-live-3');
     const t3 = Date.now();
 

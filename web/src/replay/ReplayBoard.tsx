@@ -1,4 +1,4 @@
-import { Excalidraw } from '@excalidraw/excalidraw';
+import { CaptureUpdateAction, Excalidraw } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import { useEffect, useRef, useState } from 'react';
 import { boardAt } from '../../../src/board/history.js';
@@ -51,6 +51,8 @@ export function ReplayBoard(props: { timeline: ReplayTimeline; seq: number; subj
     let cur = current.current;
     if (!cur || seq < cur.seq) {
       const at = boardAt(timeline.entries, seq);
+      // an empty scene first: a new sync would take what the old one drew for the person's own edits
+      apiRef.current?.updateScene({ elements: [], captureUpdate: CaptureUpdateAction.NEVER });
       const sync = newSync(page);
       sync.onState({ type: 'board.state', seq: at.seq, full: true, pages: at.pages, pinned_page_id: at.pinned_page_id, elements: at.elements, deleted_ids: [], optional_fields: [...OPTIONAL_ELEMENT_FIELDS] });
       cur = current.current = { sync, seq };
