@@ -129,7 +129,14 @@ await cp(exFonts, path.join(assets, 'excalidraw', 'fonts'), { recursive: true })
 const index = (await readFile(path.join(root, 'web', 'static', 'index.html'), 'utf8')).replace('{{JS}}', js).replace('{{CSS}}', css).replace('{{BOOT}}', bootJs);
 await writeFile(path.join(out, 'index.html'), index);
 // the replay page (GET /replay/<token>): a second entry, the same Excalidraw rendering, read-only
-const replayHtml = (await readFile(path.join(root, 'web', 'static', 'replay.html'), 'utf8')).replace('{{JS}}', replay.js).replace('{{CSS}}', replay.css).replace('{{BOOT}}', bootJs);
+// (the participant page's template without its socket, which the replay never opens)
+const replayHtml = (await readFile(path.join(root, 'web', 'static', 'index.html'), 'utf8'))
+  .replace(/\n\s*<!-- the gateway's WebSocket[^\n]*\n\s*<meta name="lesson-socket"[^\n]*/, '')
+  .replace('<title>Lesson</title>', '<title>Lesson replay</title>')
+  .replace('{{JS}}', replay.js)
+  .replace('{{CSS}}', replay.css)
+  .replace('{{BOOT}}', bootJs);
+if (replayHtml.includes('lesson-socket')) throw new Error('web/build.ts: the replay page kept the participant page\'s socket');
 await writeFile(path.join(out, 'replay.html'), replayHtml);
 
 const errorTemplate = await readFile(path.join(root, 'web', 'static', 'error.html'), 'utf8');

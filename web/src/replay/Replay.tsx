@@ -68,7 +68,6 @@ export function Replay({ token }: { token: string }) {
 
   const now = data ? Date.parse(data.lesson.now) : 0;
   const spans = useMemo(() => (data ? data.lesson.attendance.sessions.map((s) => ({ from: Date.parse(s.started_at), to: s.ended_at ? Date.parse(s.ended_at) : now })) : []), [data, now]);
-  const timeline = useMemo(() => (data ? new ReplayTimeline(data.entries, spans) : null), [data, spans]);
   // who was present, one row per person, every interval of theirs (sessions and outside them)
   const people = useMemo(() => {
     const by = new Map<string, Person>();
@@ -80,6 +79,12 @@ export function Replay({ token }: { token: string }) {
     }
     return [...by.values()];
   }, [data]);
+  // the timeline covers every session and everyone's presence (the first arrival comes before the session starts)
+  const timeline = useMemo(() => {
+    if (!data) return null;
+    const present = people.flatMap((p) => p.intervals.map((i) => ({ from: Date.parse(i.joined_at), to: i.left_at ? Date.parse(i.left_at) : now })));
+    return new ReplayTimeline(data.entries, [...spans, ...present]);
+  }, [data, spans, people, now]);
 
   useEffect(() => {
     if (timeline) setT(timeline.start);

@@ -6,7 +6,7 @@ export type ReplayEntry = HistoryEntry & { person: string | null };
 
 /**
  * The replay's clock and pages (docs/board.md, "History and replay"): the timeline runs from the
- * first session's start (or the first operation) to the last moment anything happened; the board
+ * first thing that happened (an arrival, a session's start, an operation) to the last; the board
  * at a moment is the history up to the last operation committed at or before it; the page shown
  * follows the history: the page of the latest operation that names one (an element's page, a page
  * added or pinned), as long as it exists, else the first page.
