@@ -7,6 +7,7 @@ import { suiteOrFull } from '../helpers/length.js';
 import { rect, stroke } from './factories.js';
 import { newLesson, startNode } from './helpers.js';
 import { rng } from './random.js';
+import { ReplayTimeline, type ReplayEntry } from '../../web/src/replay/player.js';
 
 /**
  * The board's history: every committed operation is appended in its commit's transaction, and
@@ -143,5 +144,23 @@ describe('board history', () => {
     // element for element, in the same order per page (z, as the snapshot stacks them)
     const order = (els: BoardElement[]) => els.map((e) => `${e.page_id}/${e.z}/${e.id}`).sort();
     expect(order(rebuilt.elements)).toEqual(order(snap.elements));
+  });
+
+  it("the replay's timeline: the seq at a moment, and the page shown following the history (an element's page, an added page, back to the first when the page goes)", () => {
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 10, 0, s)).toISOString();
+    const e = (seq: number, s: number, op: BoardOp): ReplayEntry => ({ seq, at: at(s), person: null, person_id: null, role: 'teacher', op });
+    const entries = [
+      e(1, 10, { type: 'element.add', elements: [rect('a')] }),
+      e(2, 20, { type: 'page.add', page: { id: 'p2', name: 'Page 2' }, after_page_id: null }),
+      e(3, 30, { type: 'element.add', elements: [rect('b', { page_id: 'p2' })] }),
+      e(4, 40, { type: 'page.rename', page_id: 'p2', name: 'Two' }),
+      e(5, 50, { type: 'element.update', elements: [rect('a', { version: 2 })] }),
+      e(6, 60, { type: 'element.delete', elements: [{ id: 'b', version: 2, version_nonce: 0 }] }),
+      e(7, 70, { type: 'page.delete', page_id: 'p2' }),
+    ];
+    const t = new ReplayTimeline(entries, [{ from: Date.parse(at(0)), to: Date.parse(at(90)) }]);
+    expect([t.start, t.end]).toEqual([Date.parse(at(0)), Date.parse(at(90))]);
+    expect([5, 10, 19, 20, 69, 70, 90].map((s) => t.seqAt(Date.parse(at(s))))).toEqual([0, 1, 1, 2, 6, 7, 7]);
+    expect([0, 1, 2, 3, 4, 5, 6, 7].map((seq) => t.pageAt(seq))).toEqual(['page-1', 'page-1', 'p2', 'p2', 'p2', 'page-1', 'p2', 'page-1']);
   });
 });
