@@ -35,7 +35,7 @@ function lessonHour(n: number): { op: BoardOp; role: 'teacher' | 'student' }[] {
   for (let i = 0; out.length < n; i++) {
     const role = r() < 0.6 ? 'teacher' : 'student';
     const k = r();
-    if (k < 0.02 && role === 'teacher') {
+    if (k < 0.003 && role === 'teacher') {
       page = `pg-${i}`;
       out.push({ role, op: { type: 'page.add', page: { id: page, name: `Page ${i}` }, after_page_id: null } });
     } else if (k < 0.75 || live.length < 5) {
