@@ -166,10 +166,6 @@ describe('the OpenAPI document is the contract', () => {
     await node.board.submit(lesson.id, { type: 'element.add', elements: [rect('r')] }, { role: 'student' });
     const png = await c('GET', '/lessons/{id}/preview', `/lessons/${lesson.id}/preview`, { key: k });
     await c('GET', '/lessons/{id}/preview', `/lessons/${lesson.id}/preview`, { key: k, headers: { 'if-none-match': png.headers.get('etag')! } }); // 304
-    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=1`, { key: k });
-    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=0`, { key: k }); // 422
-    await c('POST', '/lessons/{id}/replay-links', `/lessons/${lesson.id}/replay-links`, { key: k, body: { ttl_minutes: 60 } });
-    await c('POST', '/lessons/{id}/replay-links', `/lessons/${theirs.id}/replay-links`, { key: k, body: {} }); // 404
     const stored = await checkImage(await sharp({ create: { width: 4, height: 4, channels: 3, background: '#f00' } }).png().toBuffer(), { maxPixels: 100 });
     await new PgFileStore(sql).put(lesson.id, stored, 'p1', { maxBytes: 1e6, maxFiles: 10 });
     const file = await c('GET', '/lessons/{id}/files/{file_id}', `/lessons/${lesson.id}/files/${stored.id}`, { key: k });
@@ -204,6 +200,12 @@ describe('the OpenAPI document is the contract', () => {
     await c('GET', '/webhook/deliveries', '/webhook/deliveries', { key: k2 });
     await c('GET', '/webhook/deliveries', '/webhook/deliveries?limit=5000', { key: k2 }); // 422
     await c('DELETE', '/webhook', '/webhook', { key: k2 });
+
+    // board history and replay links
+    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=1`, { key: k2 });
+    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=0`, { key: k2 }); // 422
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${lesson.id}/replay-links`, { key: k2, body: { ttl_minutes: 60 } });
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${theirs.id}/replay-links`, { key: k2, body: {} }); // 404
 
     // archive
     await c('DELETE', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k2 });
