@@ -3,6 +3,7 @@
  * dist/web, ready for the gateway to serve (docs/board.md, "Serving the page"):
  *
  *   dist/web/index.html            the page for GET /embed/<token> (Cache-Control: no-store)
+ *   dist/web/replay.html           the read-only replay page for GET /replay/<token>
  *   dist/web/errors/<kind>.html    expired / unknown / archived / removed link pages, and notfound (404)
  *   dist/web/assets/*              content-hashed JS, CSS, KaTeX fonts (cache for a year, immutable),
  *                                  with .br and .gz variants of the text files
@@ -72,7 +73,7 @@ await rm(out, { recursive: true, force: true });
 await mkdir(assets, { recursive: true });
 
 const result = await build({
-  entryPoints: { app: path.join(root, 'web', 'src', 'main.tsx') },
+  entryPoints: { app: path.join(root, 'web', 'src', 'main.tsx'), replay: path.join(root, 'web', 'src', 'replay', 'main.tsx') },
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -110,12 +111,16 @@ const boot = await build({
 });
 const bootJs = `${PUBLIC_PATH}/${path.basename(Object.keys(boot.metafile.outputs)[0])}`;
 
-const entry = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint?.endsWith('main.tsx'));
-if (!entry) throw new Error('esbuild produced no entry chunk');
-const js = `${PUBLIC_PATH}/${path.basename(entry[0])}`;
-const cssOut = entry[1].cssBundle;
-if (!cssOut) throw new Error('esbuild produced no CSS bundle');
-const css = `${PUBLIC_PATH}/${path.basename(cssOut)}`;
+/** The JS and CSS of one entry (its source path relative to the root). */
+function entryFiles(source: string): { js: string; css: string } {
+  const entry = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint === source);
+  if (!entry) throw new Error(`esbuild produced no entry chunk for ${source}`);
+  const cssOut = entry[1].cssBundle;
+  if (!cssOut) throw new Error(`esbuild produced no CSS bundle for ${source}`);
+  return { js: `${PUBLIC_PATH}/${path.basename(entry[0])}`, css: `${PUBLIC_PATH}/${path.basename(cssOut)}` };
+}
+const { js, css } = entryFiles('web/src/main.tsx');
+const replay = entryFiles('web/src/replay/main.tsx');
 
 // Excalidraw's fonts (woff2, ~14 MB incl. CJK subsets fetched only when needed).
 const exFonts = path.join(root, 'node_modules', '@excalidraw', 'excalidraw', 'dist', 'prod', 'fonts');
@@ -123,6 +128,16 @@ await cp(exFonts, path.join(assets, 'excalidraw', 'fonts'), { recursive: true })
 
 const index = (await readFile(path.join(root, 'web', 'static', 'index.html'), 'utf8')).replace('{{JS}}', js).replace('{{CSS}}', css).replace('{{BOOT}}', bootJs);
 await writeFile(path.join(out, 'index.html'), index);
+// the replay page (GET /replay/<token>): a second entry, the same Excalidraw rendering, read-only
+// (the participant page's template without its socket, which the replay never opens)
+const replayHtml = (await readFile(path.join(root, 'web', 'static', 'index.html'), 'utf8'))
+  .replace(/\n\s*<!-- the gateway's WebSocket[^\n]*\n\s*<meta name="lesson-socket"[^\n]*/, '')
+  .replace('<title>Lesson</title>', '<title>Lesson replay</title>')
+  .replace('{{JS}}', replay.js)
+  .replace('{{CSS}}', replay.css)
+  .replace('{{BOOT}}', bootJs);
+if (replayHtml.includes('lesson-socket')) throw new Error('web/build.ts: the replay page kept the participant page\'s socket');
+await writeFile(path.join(out, 'replay.html'), replayHtml);
 
 const errorTemplate = await readFile(path.join(root, 'web', 'static', 'error.html'), 'utf8');
 await writeFile(path.join(out, 'error.html'), errorTemplate);
@@ -156,7 +171,7 @@ await Promise.all(
   }),
 );
 
-const manifest = { publicPath: PUBLIC_PATH, index: 'index.html', boot: bootJs, js, css, errors: Object.keys(ERRORS).map((k) => `errors/${k}.html`), excalidrawAssetPath: `${PUBLIC_PATH}/excalidraw/` };
+const manifest = { publicPath: PUBLIC_PATH, index: 'index.html', boot: bootJs, js, css, replay: { page: 'replay.html', ...replay }, errors: Object.keys(ERRORS).map((k) => `errors/${k}.html`), excalidrawAssetPath: `${PUBLIC_PATH}/excalidraw/` };
 await writeFile(path.join(out, 'manifest.json'), JSON.stringify(manifest, null, 2));
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
 console.log(`web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024 / 1024).toFixed(1)} MB -> ${path.relative(root, out) || out} (entry ${js})`);

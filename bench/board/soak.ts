@@ -7,6 +7,7 @@
  * sessions with seeds N, N+1, ... Exit code 1 on a failure.
  */
 import { commandLine } from '../lib/cli.js';
+import type { Sql } from '../../src/db/index.js';
 import { BoardStore, toSnapshot } from '../../src/board/store.js';
 import { randomSession } from '../../test/board/random.js';
 import { browserBench } from './env.js';
@@ -19,6 +20,21 @@ const { values } = commandLine('npm run soak:board: the randomised two-person se
 const ACTIONS = Number(values.actions);
 const SEED = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(values.runs);
+
+/**
+ * What the board's history of the session costs (docs/board.md, "History and replay"): its rows'
+ * bytes as stored (pg_column_size: jsonb, TOAST-compressed when large) plus an entry (~52 bytes) of their primary key's
+ * index entries, per hour of this drawing, next to the board itself (board_elements) as the baseline.
+ */
+async function historyCost(sql: Sql, lessonId: string, seconds: number): Promise<void> {
+  const [h] = await sql<{ ops: number; bytes: number }[]>`
+    SELECT count(*)::int AS ops, coalesce(sum(pg_column_size(b.*)), 0)::int + count(*)::int * 52 AS bytes FROM board_history b WHERE lesson_id = ${lessonId}`;
+  const [e] = await sql<{ bytes: number }[]>`SELECT coalesce(sum(pg_column_size(b.*)), 0)::int AS bytes FROM board_elements b WHERE lesson_id = ${lessonId}`;
+  const perHour = (n: number) => Math.round((n * 3600) / seconds);
+  console.log(
+    `  history: ${h.ops} operations, ${h.bytes} bytes (${Math.round(h.bytes / Math.max(1, h.ops))} per operation); per hour of this drawing: ${perHour(h.ops)} operations, ${(perHour(h.bytes) / 1e6).toFixed(2)} MB (the board itself: ${e.bytes} bytes)`,
+  );
+}
 
 async function main(): Promise<number> {
   const bench = await browserBench('soak_board');
@@ -49,6 +65,8 @@ async function main(): Promise<number> {
         failed++;
         console.error(String((err as Error).message));
       }
+      // what was committed, converged or not
+      await historyCost(bench.deps.sql, lesson.id, (performance.now() - t0) / 1000);
       await a.context().close();
       await b.context().close();
     }

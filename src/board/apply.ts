@@ -7,6 +7,8 @@ import type { Role } from '../domain/enums.js';
 /** Who sends an operation: the rules differ for teachers and students. */
 export interface Actor {
   role: Role;
+  /** the author's public id in the lesson, written to the board's history (absent: a tool or a test) */
+  person_id?: string;
 }
 
 /** The board row: everything but the elements. */

@@ -1,6 +1,7 @@
 import type { Db, Sql, Tx } from '../db/index.js';
 import { BoardWork, deletedPageIds, referencedElementIds, type Actor, type BoardHead, type ElementState, type ElementWrite } from './apply.js';
 import { BoardOpError, boardError } from './errors.js';
+import type { HistoryEntry } from './history.js';
 import { DEFAULT_PAGES, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type BoardElement, type BoardOp, type BoardPage, type FileInfo, type Snapshot, type Tombstone } from './schema.js';
 
 export interface BatchItem {
@@ -80,6 +81,7 @@ export class BoardStore {
       const out = new Map<string, BatchResult[]>();
       const writes: (ElementWrite & { lesson_id: string })[] = [];
       const changed: { lessonId: string; head: BoardHead }[] = [];
+      const history: HistoryRow[] = [];
       for (const b of batches) {
         const head = heads.get(b.lessonId);
         if (!head || head.archived) {
@@ -93,6 +95,7 @@ export class BoardStore {
           b.items.map(({ op, actor }): BatchResult => {
             try {
               const applied = work.apply(op, actor);
+              if (applied) history.push({ lesson_id: b.lessonId, seq: applied.seq, person_id: actor.person_id ?? null, role: actor.role, op: applied.op });
               return applied ? { ok: true, ...applied } : { ok: true, seq: null };
             } catch (err) {
               if (err instanceof BoardOpError) return { ok: false, error: err };
@@ -107,6 +110,7 @@ export class BoardStore {
       }
       await writeElements(tx, writes);
       await writeHeads(tx, changed, at);
+      await appendHistory(tx, history, at);
       return out;
     });
   }
@@ -179,6 +183,14 @@ export class BoardStore {
       FROM boards WHERE lesson_id = ${lessonId}`;
     return row;
   }
+}
+
+/** The history's entries after `afterSeq`, oldest first, at most `limit` of them (docs/snapshot-format.md, "History"). */
+export async function boardHistory(db: Db, lessonId: string, afterSeq: number, limit: number): Promise<HistoryEntry[]> {
+  const rows = await db<{ seq: string; at: Date; person_id: string | null; role: string; op: BoardOp }[]>`
+    SELECT seq, at, person_id, role, op FROM board_history
+    WHERE lesson_id = ${lessonId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`;
+  return rows.map((r) => ({ seq: Number(r.seq), at: r.at.toISOString(), person_id: r.person_id, role: r.role, op: r.op }));
 }
 
 /** Our snapshot document (docs/snapshot-format.md) from a full read. */
@@ -270,6 +282,31 @@ async function writeElements(tx: Tx, writes: (ElementWrite & { lesson_id: string
         z = CASE WHEN EXCLUDED.deleted THEN board_elements.z ELSE EXCLUDED.z END,
         data = EXCLUDED.data, bytes = EXCLUDED.bytes, deleted = EXCLUDED.deleted, updated_seq = EXCLUDED.updated_seq,
         version = EXCLUDED.version, version_nonce = EXCLUDED.version_nonce`;
+  }
+}
+
+interface HistoryRow {
+  lesson_id: string;
+  seq: number;
+  person_id: string | null;
+  role: string;
+  op: BoardOp;
+}
+
+/**
+ * Appends the committed operations to the board's history (migrations/016_board_history.sql), in
+ * the commit's own transaction: an operation is in the history exactly when it is on the board.
+ * 500 rows per statement.
+ */
+async function appendHistory(tx: Tx, rows: HistoryRow[], at: Date): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) {
+    const chunk = rows.slice(i, i + 500);
+    await tx`
+      INSERT INTO board_history (lesson_id, seq, at, person_id, role, op)
+      SELECT u.lesson_id, u.seq::bigint, ${at}, u.person_id, u.role, u.op::jsonb
+      FROM unnest(${chunk.map((r) => r.lesson_id)}::text[], ${chunk.map((r) => String(r.seq))}::text[], ${chunk.map((r) => r.person_id) as string[]}::text[],
+                  ${chunk.map((r) => r.role)}::text[], ${chunk.map((r) => JSON.stringify(r.op))}::text[])
+        AS u(lesson_id, seq, person_id, role, op)`;
   }
 }
 

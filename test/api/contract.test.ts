@@ -204,12 +204,19 @@ describe('the OpenAPI document is the contract', () => {
     await c('GET', '/webhook/deliveries', '/webhook/deliveries?limit=5000', { key: k2 }); // 422
     await c('DELETE', '/webhook', '/webhook', { key: k2 });
 
+    // board history and replay links
+    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=1`, { key: k2 });
+    await c('GET', '/lessons/{id}/history', `/lessons/${lesson.id}/history?limit=0`, { key: k2 }); // 422
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${lesson.id}/replay-links`, { key: k2, body: { ttl_minutes: 60 } });
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${theirs.id}/replay-links`, { key: k2, body: {} }); // 404
+
     // archive
     await c('DELETE', '/lessons/{id}', `/lessons/${lesson.id}`, { key: k2 });
-    for (const [method, template, suffix] of [['GET', '/lessons/{id}', ''], ['DELETE', '/lessons/{id}', ''], ['GET', '/lessons/{id}/snapshot', '/snapshot'], ['GET', '/lessons/{id}/preview', '/preview'], ['GET', '/lessons/{id}/files/{file_id}', `/files/${stored.id}`]] as const) {
+    for (const [method, template, suffix] of [['GET', '/lessons/{id}', ''], ['DELETE', '/lessons/{id}', ''], ['GET', '/lessons/{id}/snapshot', '/snapshot'], ['GET', '/lessons/{id}/preview', '/preview'], ['GET', '/lessons/{id}/files/{file_id}', `/files/${stored.id}`], ['GET', '/lessons/{id}/history', '/history']] as const) {
       await c(method, template, `/lessons/${lesson.id}${suffix}`, { key: k2 }); // 410
     }
     await c('POST', '/lessons/{id}/links', `/lessons/${lesson.id}/links`, { key: k2, body: { user: { id: 'u', name: 'n', role: 'student' } } }); // 410
+    await c('POST', '/lessons/{id}/replay-links', `/lessons/${lesson.id}/replay-links`, { key: k2, body: {} }); // 410
 
     // 429: a key past its 60 requests a minute
     const busy = await partnerFactory(sql);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const INPUTS = ['web/src', 'web/static', 'web/build.ts', 'src/board/schema.ts', 'src/board/reducer.ts', 'realtime/protocol', 'src/domain/enums.ts', 'src/board/limits.ts', 'src/board/errors.ts', 'package-lock.json'];
+const INPUTS = ['web/src', 'web/static', 'web/build.ts', 'src/board/schema.ts', 'src/board/reducer.ts', 'src/board/history.ts', 'realtime/protocol', 'src/domain/enums.ts', 'src/board/limits.ts', 'src/board/errors.ts', 'package-lock.json'];
 
 function files(p: string): string[] {
   const full = path.join(ROOT, p);

@@ -45,6 +45,7 @@ const HELP: Record<string, string> = {
   'bench:pointers': 'MOVE_MS',
   'bench:lessons': '--requests',
   'soak:board': '--seed',
+  'bench:board:replay': '--ops',
   chaos: '--only',
 };
 

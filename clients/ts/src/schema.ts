@@ -228,6 +228,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/lessons/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The board's history: every committed operation, oldest first
+         * @description Each operation with its place in the order (`seq`), its time and its author. Applying them in order to an empty board (one page "page-1") gives the board as it was after any of them; after the last, the snapshot (docs/snapshot-format.md, "History"). Pass the last `seq` read as `after_seq`; the next page is also in the `Link: <...>; rel="next"` header. A page shorter than `limit` is the end, for now.
+         */
+        get: operations["getBoardHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lessons/{id}/replay-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a read-only link to the lesson's replay page
+         * @description The page plays the board back from its history, with the sessions and who was present on its timeline. The link changes nothing and is nobody: it opens no connection to the lesson, is never present, never starts or extends a session and is never billed (so it is issued at a zero balance too). It expires like an entry link (`ttl_minutes`, 15-720).
+         */
+        post: operations["createReplayLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
@@ -1321,6 +1361,82 @@ export interface components {
             width: number;
             /** @description pixels */
             height: number;
+        };
+        BoardHistoryEntry: {
+            /** @description the operation's place in the board's order (the snapshot's `seq` after it) */
+            seq: number;
+            /**
+             * Format: date-time
+             * @description when it was committed
+             */
+            at: string;
+            /** @description the author: the partner's reference to the person (psn_…), as in attendance */
+            person: string | null;
+            /** @description the author's id in this lesson (as on the participant page) */
+            person_id: string | null;
+            /**
+             * @description the author's role
+             * @enum {string}
+             */
+            role: "teacher" | "student";
+            /** @description the operation as the board applied it (writes that lost to a newer version left out) */
+            op: components["schemas"]["BoardOperation"];
+        };
+        BoardOperation: {
+            /** @constant */
+            type: "element.add";
+            elements: components["schemas"]["BoardElement"][];
+        } | {
+            /** @constant */
+            type: "element.update";
+            elements: components["schemas"]["BoardElement"][];
+        } | {
+            /** @constant */
+            type: "element.delete";
+            elements: {
+                id: string;
+                version: number;
+                version_nonce: number;
+            }[];
+        } | {
+            /** @constant */
+            type: "page.add";
+            page: components["schemas"]["BoardPage"];
+            /** @default null */
+            after_page_id: string | null;
+        } | {
+            /** @constant */
+            type: "page.rename";
+            page_id: string;
+            name: string;
+        } | {
+            /** @constant */
+            type: "page.delete";
+            page_id: string;
+        } | {
+            /** @constant */
+            type: "page.reorder";
+            page_ids: string[];
+        } | {
+            /** @constant */
+            type: "page.pin";
+            page_id: string | null;
+        };
+        ReplayLink: {
+            /** @description rpl_… */
+            id: string;
+            /**
+             * Format: uri
+             * @description {embed_base}/replay/<token>: the read-only replay page
+             */
+            url: string;
+            token: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        ReplayLinkCreate: {
+            /** @default 180 */
+            ttl_minutes?: number;
         };
         UsageReport: {
             /**
@@ -3973,6 +4089,376 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getBoardHistory: {
+        parameters: {
+            query?: {
+                /** @description the last seq already read; 0 for the first operation */
+                after_seq?: number;
+                /** @description page size, 1-1000 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Operations */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description next page, when there may be one */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardHistoryEntry"][];
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createReplayLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-255 visible ASCII characters. The same key and request (method, path, JSON body) within 24 h replays the first response; another request under it is 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayLinkCreate"];
+            };
+        };
+        responses: {
+            /** @description The replay link */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayLink"];
+                };
+            };
+            /** @description `bad_request`: the body is not valid JSON, a malformed Idempotency-Key, an unknown `after` cursor */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "bad_request";
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized`: no key, a malformed, unknown or revoked key, or a suspended partner */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: the lesson (or event, webhook) does not exist, belongs to another partner, or its id cannot exist (e.g. over 64 characters) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `idempotency_key_reused`: the Idempotency-Key was used in the last 24 h with another request (method, path or body); `idempotency_key_in_use`: a request with this Idempotency-Key is still running after 65 s */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_key_reused" | "idempotency_key_in_use";
+                        };
+                    };
+                };
+            };
+            /** @description `archived`: the lesson was deleted (archiving is final; its links stop opening) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "archived";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: the body is over 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `unsupported_media_type`: a body that is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `validation_error`: the request failed validation; `detail` lists the fields */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description `rate_limited`: more than the limit of requests in the last 60 s for this API key; Retry-After says when one more is allowed */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description `internal`: an unexpected fault (logged with the request id; no details in the body) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        detail?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description `unavailable`: a dependency is down where the request cannot be served safely: a read that got no answer from the database within 5 s (nothing was changed), the preview or export renderer busy or past its limits; Retry-After says when to try again */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {

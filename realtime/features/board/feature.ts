@@ -100,7 +100,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
       try {
         // committed after the feed's starting seq, so the feed acknowledges it in order
         await lb.started();
-        const ack = await board.submit(conn.lessonId, msg.op, { role: conn.person.role }, originOf(conn, msg.ref));
+        const ack = await board.submit(conn.lessonId, msg.op, { role: conn.person.role, person_id: conn.person.id }, originOf(conn, msg.ref));
         fanout.committed(conn, msg.ref, ack.seq);
       } catch (err) {
         fanout.settled(conn, msg.ref);

@@ -30,7 +30,7 @@ export const PAGE_CSP = [
 
 const ERROR_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors *";
 
-const pageHeaders = (csp: string): Record<string, string> => ({
+export const pageHeaders = (csp: string): Record<string, string> => ({
   'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-store',
   'referrer-policy': 'no-referrer',
@@ -39,10 +39,24 @@ const pageHeaders = (csp: string): Record<string, string> => ({
 });
 
 /** Error pages built by web/build.ts (dist/web/errors/<kind>.html) and their status. */
-type ErrorKind = 'unknown' | 'expired' | 'archived' | 'removed' | 'notfound';
+export type ErrorKind = 'unknown' | 'expired' | 'archived' | 'removed' | 'notfound';
 const STATUS: Record<ErrorKind, number> = { unknown: 401, expired: 401, archived: 410, removed: 403, notfound: 404 };
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The error page of a refusal, as web/build.ts built it (dist/web/errors/<kind>.html), or from its template. */
+export async function builtErrorPage(files: StaticFiles, webDir: string, kind: ErrorKind | null, refusal: Pick<Refusal, 'message'> & { status: number }): Promise<HttpReply> {
+  const status = kind ? STATUS[kind] : refusal.status;
+  const built = kind ? await files.read(path.join(webDir, 'errors', `${kind}.html`)) : null;
+  if (built) return { status, headers: pageHeaders(ERROR_CSP), body: built };
+  const template = (await files.read(path.join(webDir, 'error.html')))?.toString('utf8');
+  const title = status === 503 ? 'The lesson is temporarily unavailable' : status === 429 ? 'Too many connections' : 'This link does not work';
+  const message = `${refusal.message}. Please try again in a moment.`;
+  const body = template
+    ? template.replaceAll('{{ICON}}', '!').replaceAll('{{TITLE}}', esc(title)).replaceAll('{{MESSAGE}}', esc(message))
+    : `<!doctype html><html lang="en"><meta charset="utf-8"><title>Lesson</title><body><h1>${esc(title)}</h1><p>${esc(refusal.message)}</p></body></html>`;
+  return { status, headers: pageHeaders(ERROR_CSP), body };
+}
 
 /**
  * The participant page from dist/web (docs/board.md, "The participant
@@ -63,18 +77,7 @@ export function pageFeature(deps: Deps, webDir = deps.config.WEB_DIR ?? defaultW
     warned = true;
   };
 
-  async function errorPage(kind: ErrorKind | null, refusal: Pick<Refusal, 'message'> & { status: number }): Promise<HttpReply> {
-    const status = kind ? STATUS[kind] : refusal.status;
-    const built = kind ? await files.read(path.join(webDir, 'errors', `${kind}.html`)) : null;
-    if (built) return { status, headers: pageHeaders(ERROR_CSP), body: built };
-    const template = (await files.read(path.join(webDir, 'error.html')))?.toString('utf8');
-    const title = status === 503 ? 'The lesson is temporarily unavailable' : status === 429 ? 'Too many connections' : 'This link does not work';
-    const message = `${refusal.message}. Please try again in a moment.`;
-    const body = template
-      ? template.replaceAll('{{ICON}}', '!').replaceAll('{{TITLE}}', esc(title)).replaceAll('{{MESSAGE}}', esc(message))
-      : `<!doctype html><html lang="en"><meta charset="utf-8"><title>Lesson</title><body><h1>${esc(title)}</h1><p>${esc(refusal.message)}</p></body></html>`;
-    return { status, headers: pageHeaders(ERROR_CSP), body };
-  }
+  const errorPage = (kind: ErrorKind | null, refusal: Pick<Refusal, 'message'> & { status: number }) => builtErrorPage(files, webDir, kind, refusal);
 
   return {
     name: 'page',

@@ -1,4 +1,4 @@
-import { CaptureUpdateAction, Excalidraw, getCommonBounds, getVisibleSceneBounds, newElementWith, restoreElements } from '@excalidraw/excalidraw';
+import { CaptureUpdateAction, Excalidraw, newElementWith } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { BoardOp } from '../../../src/board/schema.js';
@@ -17,6 +17,7 @@ import { BoardImages } from './boardImages.js';
 import { ImageTools } from './ImageTools.js';
 import { importPdf } from './pdfImport.js';
 import { BoardSync, type Change, type SyncView } from './sync.js';
+import { reveal, setScene } from './scene.js';
 import { SubjectTools, subjectSetup, type SubjectMode } from './SubjectTools.js';
 
 export interface BoardHandle {
@@ -98,29 +99,9 @@ export function Board(props: {
     () =>
       new BoardSync({
         scene: () => (apiRef.current?.getSceneElementsIncludingDeleted() ?? []) as unknown as readonly ExEl[],
-        setScene: (els, fresh) => {
-          // only new skeletons go through restoreElements: the scene's own objects are passed back
-          // as they are (restoring copies them, and a stroke being drawn would lose its object)
-          const restored = new Map(restoreElements(els.filter((e) => fresh.has(e.id!)) as never, null, { refreshDimensions: false, repairBindings: false }).map((e) => [e.id, e]));
-          const elements = els.flatMap((e): unknown[] => (fresh.has(e.id!) ? (restored.has(e.id!) ? [restored.get(e.id!)!] : []) : [e])) as unknown as ExEl[];
-          const editing = apiRef.current?.getAppState().editingTextElement?.id ?? null;
-          apiRef.current?.updateScene({ elements: wrapLabels(elements, fresh, editing) as never, captureUpdate: CaptureUpdateAction.NEVER });
-        },
+        setScene: (els, fresh) => setScene(apiRef.current, els, fresh),
         clearHistory: () => apiRef.current?.history.clear(),
-        // On a page shown anew (the first load, a page switch, a pin), a page none of whose elements is
-        // wholly in view (drawn on a bigger screen, or scrolled elsewhere) is centred at the person's own
-        // zoom: an empty-looking page is taken for a lost one. A page with something in view stays put.
-        reveal: () => {
-          const api = apiRef.current;
-          const els = api?.getSceneElements() ?? [];
-          if (!api || !els.length) return;
-          const [vx1, vy1, vx2, vy2] = getVisibleSceneBounds(api.getAppState() as never);
-          const inView = els.some((e) => {
-            const [x1, y1, x2, y2] = getCommonBounds([e]);
-            return x1 >= vx1 && y1 >= vy1 && x2 <= vx2 && y2 <= vy2;
-          });
-          if (!inView) api.scrollToContent(els, { animate: false });
-        },
+        reveal: () => reveal(apiRef.current),
         drawing: () => {
           const el = apiRef.current?.getAppState().newElement;
           return el && el.type === 'freedraw' ? el.id : null;
