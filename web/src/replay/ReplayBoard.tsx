@@ -2,7 +2,7 @@ import { CaptureUpdateAction, Excalidraw } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
 import { useEffect, useRef, useState } from 'react';
 import { boardAt } from '../../../src/board/history.js';
-import { OPTIONAL_ELEMENT_FIELDS } from '../../../src/board/schema.js';
+import { ELEMENT_TYPES, OPTIONAL_ELEMENT_FIELDS } from '../../../src/board/schema.js';
 import type { ExEl } from '../board/convert.js';
 import { Overlays, type Viewport } from '../board/Overlays.js';
 import { reveal, setScene } from '../board/scene.js';
@@ -54,7 +54,7 @@ export function ReplayBoard(props: { timeline: ReplayTimeline; seq: number; subj
       // an empty scene first: a new sync would take what the old one drew for the person's own edits
       apiRef.current?.updateScene({ elements: [], captureUpdate: CaptureUpdateAction.NEVER });
       const sync = newSync(page);
-      sync.onState({ type: 'board.state', seq: at.seq, full: true, pages: at.pages, pinned_page_id: at.pinned_page_id, elements: at.elements, deleted_ids: [], optional_fields: [...OPTIONAL_ELEMENT_FIELDS] });
+      sync.onState({ type: 'board.state', seq: at.seq, full: true, pages: at.pages, pinned_page_id: at.pinned_page_id, elements: at.elements, deleted_ids: [], optional_fields: [...OPTIONAL_ELEMENT_FIELDS], element_types: [...ELEMENT_TYPES] });
       cur = current.current = { sync, seq };
     } else if (seq > cur.seq) {
       const from = cur.seq;
