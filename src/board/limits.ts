@@ -34,8 +34,8 @@ export const BOARD_LIMITS = {
   /** characters of a vector's label and unit */
   labelChars: 60,
   unitChars: 20,
-  /** pages of one board and the length of a page name */
-  pages: 50,
+  /** pages of one board (room for a 50-page PDF import beside the lesson's own pages) and the length of a page name */
+  pages: 100,
   pageName: 60,
   /** absolute coordinate bound (scene units) */
   coordinate: 1_000_000,

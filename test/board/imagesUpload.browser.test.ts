@@ -130,27 +130,27 @@ describe('uploads and imports that do not finish as they started', () => {
     await teacher.context().close();
   }, 120_000);
 
-  it('a PDF of 51 pages: the pages the board has room for, in order, and a sentence saying so', async () => {
+  it('a PDF of 51 pages: its first 50, in order, and a sentence saying so', async () => {
     const l = await stack.lesson('board_only', 'generic');
     const teacher = await stack.open(await l.url('t1', 'Anna', 'teacher'), undefined, recordStatuses);
     // small pages of a shade each (cheap to make and render; each page a file of its own)
     const pdf = await PDFDocument.create();
     for (let i = 0; i < 51; i++) pdf.addPage([72, 72]).drawRectangle({ x: 0, y: 0, width: 72, height: 72, color: rgb(i / 60, 0.5, 1 - i / 60) });
     await teacher.locator('[data-testid=pdf-input]').setInputFiles({ name: 'Past exam.pdf', mimeType: 'application/pdf', buffer: Buffer.from(await pdf.save()) });
-    // the board holds 50 pages, one of which is there already: 49 are imported, and the teacher is told
-    await teacher.getByRole('status').filter({ hasText: 'This PDF has 51 pages: the first 49 are imported (a board has at most 50 pages).' }).waitFor({ timeout: 30_000 });
-    await teacher.locator('[data-testid=pdf-progress]').filter({ hasText: 'of 49' }).waitFor({ timeout: 30_000 });
+    // at most 50 pages an import: the first 50 are imported, and the teacher is told
+    await teacher.getByRole('status').filter({ hasText: 'This PDF has 51 pages: the first 50 are imported (at most 50 at a time).' }).waitFor({ timeout: 30_000 });
+    await teacher.locator('[data-testid=pdf-progress]').filter({ hasText: 'of 50' }).waitFor({ timeout: 30_000 });
     await teacher.locator('[data-testid=pdf-progress]').waitFor({ state: 'detached', timeout: 150_000 });
-    expect(await statuses(teacher)).toEqual(['This PDF has 51 pages: the first 49 are imported (a board has at most 50 pages).']);
+    expect(await statuses(teacher)).toEqual(['This PDF has 51 pages: the first 50 are imported (at most 50 at a time).']);
     await waitFor('every imported page has its saved image', async () => {
       const snap = await snapshot(l.lessonId);
-      return snap.pages.length === 50 && imagesOf(snap).length === 49 && imagesOf(snap).every((e) => e.status === 'saved');
+      return snap.pages.length === 51 && imagesOf(snap).length === 50 && imagesOf(snap).every((e) => e.status === 'saved');
     });
     const snap = await snapshot(l.lessonId);
-    expect(snap.pages.map((p: { name: string }) => p.name)).toEqual(['Page 1', ...Array.from({ length: 49 }, (_, i) => `Past exam p. ${i + 1}`)]);
-    // one picture a page, each its own file; nothing of page 50 or 51
+    expect(snap.pages.map((p: { name: string }) => p.name)).toEqual(['Page 1', ...Array.from({ length: 50 }, (_, i) => `Past exam p. ${i + 1}`)]);
+    // one picture a page, each its own file; nothing of page 51
     for (const page of snap.pages.slice(1)) expect(snap.elements.filter((e: { page_id: string }) => e.page_id === page.id)).toHaveLength(1);
-    expect(snap.files).toHaveLength(49);
+    expect(snap.files).toHaveLength(50);
     expect(teacher.errors).toEqual([]);
     await teacher.context().close();
   }, 240_000);
