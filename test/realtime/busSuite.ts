@@ -17,6 +17,18 @@ function listen(bus: Bus) {
   return { bus, got, of };
 }
 
+/** Nodes `na` and `nb`, both subscribed to `n` new lessons. */
+async function subscribed(f: ReturnType<BusFactory>, n: number) {
+  const a = listen(f.node('na'));
+  const b = listen(f.node('nb'));
+  const lessons = Array.from({ length: n }, lesson);
+  for (const l of lessons) {
+    await a.bus.subscribe(l);
+    await b.bus.subscribe(l);
+  }
+  return { a, b, lessons };
+}
+
 /**
  * The Bus contract (realtime/bus/Bus.ts), run against every implementation:
  * LessonBus over Redis and InMemoryBus. What the gateway relies on when it
@@ -54,13 +66,7 @@ export function busSuite(name: string, factory: BusFactory): void {
 
     it('keeps lessons apart, and stops delivering a lesson once the node unsubscribed', async () => {
       const f = factory();
-      const a = listen(f.node('na'));
-      const b = listen(f.node('nb'));
-      const [l1, l2] = [lesson(), lesson()];
-      for (const l of [l1, l2]) {
-        await a.bus.subscribe(l);
-        await b.bus.subscribe(l);
-      }
+      const { a, b, lessons: [l1, l2] } = await subscribed(f, 2);
       await b.bus.unsubscribe(l1);
       // the later publish on l2 arriving proves the earlier one on l1 was not delivered (one channel order per node)
       await a.bus.publish(l1, { kind: 'frame', payload: 'one' });
@@ -73,11 +79,7 @@ export function busSuite(name: string, factory: BusFactory): void {
 
     it("delivers one node's envelopes of a lesson in the order they were published", async () => {
       const f = factory();
-      const a = listen(f.node('na'));
-      const b = listen(f.node('nb'));
-      const l = lesson();
-      await a.bus.subscribe(l);
-      await b.bus.subscribe(l);
+      const { a, b, lessons: [l] } = await subscribed(f, 1);
       for (let i = 0; i < 50; i++) void a.bus.publish(l, { kind: 'frame', payload: String(i) });
       await a.bus.idle();
       await eventually(async () => b.of(l, 'frame').length === 50);
