@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ElementSchema } from '../../src/board/schema.js';
 import { BoardStore } from '../../src/board/store.js';
 import { archiveLesson } from '../../src/domain/lessons.js';
+import { issueReplayLink } from '../../src/domain/replay.js';
 import { readPreview, startTestApi } from '../helpers/api.js';
 import { join } from '../realtime/helpers/client.js';
 import { lessonWithLinks } from '../realtime/helpers/fixtures.js';
@@ -205,6 +206,25 @@ describe('who may upload and fetch', () => {
 });
 
 describe('limits', () => {
+  it("serves a lesson's files to its replay link too, which uploads nothing and opens no other lesson's files", async () => {
+    const a = await lessonWithLinks(sql);
+    const b = await lessonWithLinks(sql);
+    const fileA = (await upload(a.lesson.id, await a.link('s1'), await solid(16, 16, 30))).body.id;
+    const fileB = (await upload(b.lesson.id, await b.link('s1'), await solid(16, 16, 40))).body.id;
+    const replay = (lesson: typeof a.lesson, ttlMinutes = 60, at = gw.deps.clock.now()) =>
+      issueReplayLink(sql, { lesson, ttlMinutes, embedBaseUrl: 'http://x', at }).then((r) => r.token);
+    const tokenA = await replay(a.lesson);
+
+    const got = await fetchFile(a.lesson.id, fileA, tokenA);
+    expect(got.res.status).toBe(200);
+    expect(got.res.headers.get('content-type')).toBe('image/png');
+    expect((await fetchFile(b.lesson.id, fileB, tokenA)).res.status).toBe(403);
+    expect((await upload(a.lesson.id, tokenA, await solid(16, 16, 50))).status).toBe(401);
+    // an expired replay link opens nothing
+    const expired = await replay(a.lesson, 15, new Date(gw.deps.clock.now().getTime() - 16 * 60_000));
+    expect((await fetchFile(a.lesson.id, fileA, expired)).res.status).toBe(401);
+  });
+
   it('refuses a file over FILE_MAX_BYTES, told by its length or found while reading, and stores nothing', async () => {
     const f = await lessonWithLinks(sql);
     const token = await f.link('s1');

@@ -7,6 +7,7 @@ import { issueReplayLink } from '../../src/domain/replay.js';
 import { BoardStore, toSnapshot } from '../../src/board/store.js';
 import { drawRect, drawStroke, showsExactly } from './actions.js';
 import { ARTIFACTS, LAPTOP, startPageStack } from './browser.js';
+import { MAGENTA, magentaPng, paste, pixelsOf } from './imagesPage.js';
 
 /**
  * The replay page in Chromium against the real gateway: a lesson drawn by two people, screenshots
@@ -148,4 +149,20 @@ describe('replay page', () => {
     // the page never opened a socket: it reads over HTTP only
     expect(sockets).toEqual([]);
   }, 240_000);
+
+  it("draws the board's images, fetched with the replay link", async () => {
+    const l = await stack.lesson('board_only', 'generic');
+    const a = await stack.open(await l.url('t1', 'Anna Petrova', 'teacher'));
+    await paste(a, await magentaPng());
+    await expect.poll(async () => (await stack.gw.deps.sql<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM board_elements WHERE lesson_id = ${l.lessonId} AND NOT deleted AND data->>'status' = 'saved'`)[0].n, { timeout: 30_000 }).toBe(1);
+    const link = await issueReplayLink(stack.gw.deps.sql, { lesson: { id: l.lessonId } as never, ttlMinutes: 30, embedBaseUrl: stack.origin, at: new Date() });
+    const replay = await (await stack.browser().newContext(LAPTOP)).newPage();
+    await replay.goto(link.url);
+    await replay.locator('[data-testid=board][data-loaded=true]').waitFor({ timeout: 60_000 });
+    // at the end of the history the image is there, drawn from its file (the placeholder is grey)
+    await scrubTo(replay, Number(await replay.locator('[data-testid=replay]').getAttribute('data-end')));
+    await expect.poll(() => pixelsOf(replay, MAGENTA), { timeout: 20_000 }).toBeGreaterThan(1_000);
+    await replay.screenshot({ path: path.join(ARTIFACTS, 'replay-image.png') });
+  }, 120_000);
 });

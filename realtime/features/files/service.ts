@@ -8,6 +8,7 @@ import type { LinkCheck } from '../../admission/Admission.js';
 import type { HttpReply } from '../api.js';
 import { personIdOf } from '../../admission/personId.js';
 import { PAGE_CSP } from '../page/feature.js';
+import { checkReplayToken } from '../replay/feature.js';
 
 /** The link token travels in this header (never in a URL, which proxies and browsers log). */
 export const TOKEN_HEADER = 'authorization';
@@ -117,7 +118,8 @@ export interface FileRequest {
 /**
  * Files on the board over HTTP, at the gateway (docs/protocol.md, "Files"):
  * `POST /files/<lesson>` keeps an image, `GET /files/<lesson>/<file>` serves
- * it, both with the participant's link token in `Authorization: Bearer`. The
+ * it, both with the participant's link token in `Authorization: Bearer` (a GET
+ * also with a replay link's, for the replay page's images). The
  * link is checked as at the WebSocket upgrade (the same `checkLink`: unknown or
  * expired 401, archived 410, removed 403), and must be of the lesson the path
  * names (403 otherwise). Transport-free: realtime/server.ts reads the body
@@ -170,7 +172,7 @@ export class FileService {
 
   async serve(req: FileRequest, head: boolean): Promise<HttpReply> {
     try {
-      await this.participant(req.lessonId, req.headers);
+      await this.reader(req.lessonId, req.headers);
       if (!FILE_ID.test(req.fileId)) throw new FileError('not_found', 'No such file in this lesson');
       const etag = `"${req.fileId}"`;
       const headers = {
@@ -200,6 +202,18 @@ export class FileService {
 
   private participant(lessonId: string, headers: Record<string, string>): Promise<ResolvedLink> {
     return participantOf(this.checkLink, lessonId, headers);
+  }
+
+  /** Who may read a file: a participant of the lesson, or a replay link of it (which uploads nothing). */
+  private async reader(lessonId: string, headers: Record<string, string>): Promise<void> {
+    try {
+      await this.participant(lessonId, headers);
+    } catch (err) {
+      if (!(err instanceof FileError) || err.code !== 'unauthorized') throw err;
+      const replay = await checkReplayToken(this.deps, bearer(headers[TOKEN_HEADER]) ?? '');
+      if (!('link' in replay)) throw err;
+      if (replay.link.lesson_id !== lessonId) throw new FileError('forbidden', 'This link is for another lesson');
+    }
   }
 
   private failed(err: unknown, what: string): HttpReply {

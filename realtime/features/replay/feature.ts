@@ -30,17 +30,18 @@ const json = (status: number, body: unknown): HttpReply => ({
  * - GET /replay/<token>/history?after_seq=N: the next REPLAY_PAGE_SIZE operations of the history.
  * Nothing else: the gateway answers other methods 405, as on every path.
  */
+/** The replay link of a token, or why it opens nothing (the replay page's routes, and its images at GET /files). */
+export async function checkReplayToken(deps: Deps, token: string): Promise<{ link: ResolvedReplayLink } | { refused: ErrorKind; status: number; message: string }> {
+  const link = await resolveReplayToken(deps.readSql, token);
+  if (!link) return { refused: 'unknown', status: 401, message: 'This replay link is unknown' };
+  if (link.archived) return { refused: 'archived', status: 410, message: 'The lesson was deleted' };
+  if (link.expires_at.getTime() <= deps.clock.now().getTime()) return { refused: 'expired', status: 401, message: 'This replay link has expired' };
+  return { link };
+}
+
 export function replayFeature(deps: Deps, webDir = deps.config.WEB_DIR ?? defaultWebDir()): GatewayFeature {
   const files = new StaticFiles(webDir);
-
-  /** The link of a token, or why it opens nothing. */
-  async function check(token: string): Promise<{ link: ResolvedReplayLink } | { refused: ErrorKind; status: number; message: string }> {
-    const link = await resolveReplayToken(deps.readSql, token);
-    if (!link) return { refused: 'unknown', status: 401, message: 'This replay link is unknown' };
-    if (link.archived) return { refused: 'archived', status: 410, message: 'The lesson was deleted' };
-    if (link.expires_at.getTime() <= deps.clock.now().getTime()) return { refused: 'expired', status: 401, message: 'This replay link has expired' };
-    return { link };
-  }
+  const check = (token: string) => checkReplayToken(deps, token);
   const refusedJson = (r: { status: number; refused: ErrorKind; message: string }) => json(r.status, { detail: { code: r.refused === 'archived' ? 'archived' : 'unauthorized', message: r.message } });
 
   return {
@@ -68,7 +69,7 @@ export function replayFeature(deps: Deps, webDir = deps.config.WEB_DIR ?? defaul
             readAttendance(deps.readSql, c.link.lesson_id, now),
             deps.readSql<{ seq: string }[]>`SELECT seq FROM boards WHERE lesson_id = ${c.link.lesson_id}`,
           ]);
-          return json(200, { title: c.link.lesson_title, subject: c.link.subject_mode, seq: Number(head?.seq ?? 0), now: now.toISOString(), attendance: presentAttendance(c.link.lesson_id, attendance!) });
+          return json(200, { lesson_id: c.link.lesson_id, title: c.link.lesson_title, subject: c.link.subject_mode, seq: Number(head?.seq ?? 0), now: now.toISOString(), attendance: presentAttendance(c.link.lesson_id, attendance!) });
         },
       },
       {

@@ -14,6 +14,7 @@ interface Person {
   intervals: Interval[];
 }
 interface LessonInfo {
+  lesson_id: string;
   title: string;
   subject: SubjectMode;
   seq: number;
@@ -121,7 +122,7 @@ export function Replay({ token }: { token: string }) {
         <strong>{data.lesson.title}</strong>
         <span className="replay-badge">Replay · read-only</span>
       </header>
-      <ReplayBoard timeline={timeline} seq={seq} subject={data.lesson.subject} />
+      <ReplayBoard timeline={timeline} seq={seq} subject={data.lesson.subject} lessonId={data.lesson.lesson_id} token={token} />
       <footer className="replay-controls">
         <div className="replay-buttons">
           <button

@@ -1,12 +1,13 @@
 import { CaptureUpdateAction, Excalidraw } from '@excalidraw/excalidraw';
 import type { ExcalidrawImperativeAPI } from '@excalidraw/excalidraw/types';
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { boardAt } from '../../../src/board/history.js';
 import { ELEMENT_TYPES, OPTIONAL_ELEMENT_FIELDS } from '../../../src/board/schema.js';
 import type { ExEl } from '../board/convert.js';
 import { Overlays, type Viewport } from '../board/Overlays.js';
 import { reveal, setScene } from '../board/scene.js';
 import { subjectSetup, type SubjectMode } from '../board/SubjectTools.js';
+import { FileTransfer } from '../board/images.js';
 import { BoardSync } from '../board/sync.js';
 import type { ReplayTimeline } from './player.js';
 
@@ -16,8 +17,13 @@ import type { ReplayTimeline } from './player.js';
  * whole board.state rebuilt from the history when going back), so the replay draws the board as
  * the participants saw it. Nothing is ever sent (there is no connection), and there are no pointers.
  */
-export function ReplayBoard(props: { timeline: ReplayTimeline; seq: number; subject: SubjectMode }) {
+export function ReplayBoard(props: { timeline: ReplayTimeline; seq: number; subject: SubjectMode; lessonId: string; token: string }) {
   const apiRef = useRef<ExcalidrawImperativeAPI | null>(null);
+  // the board's images, fetched with the replay link (GET /files accepts it, read-only) as the page fetches them
+  const transfer = useMemo(
+    () => new FileTransfer(props.lessonId, props.token, (files) => apiRef.current?.addFiles(files.map((f) => ({ ...f, created: Date.now() })) as never)),
+    [props.lessonId, props.token],
+  );
   const current = useRef<{ sync: BoardSync; seq: number } | null>(null);
   const [ready, setReady] = useState(false);
   const [viewport, setViewport] = useState<Viewport>({ scrollX: 0, scrollY: 0, zoom: 1 });
@@ -65,8 +71,10 @@ export function ReplayBoard(props: { timeline: ReplayTimeline; seq: number; subj
     setShown({ seq, page: cur.sync.view().page });
   }, [ready, props.seq, props.timeline]); // eslint-disable-line react-hooks/exhaustive-deps
 
-  const onChange = (elements: readonly unknown[], appState: { scrollX: number; scrollY: number; zoom: { value: number } }) => {
+  const onChange = (elements: readonly unknown[], appState: { scrollX: number; scrollY: number; zoom: { value: number } }, files: Record<string, unknown>) => {
     if (!ready && apiRef.current) setReady(true);
+    const want = (elements as readonly ExEl[]).filter((e) => !e.isDeleted && e.type === 'image' && typeof e.fileId === 'string' && !files[e.fileId]).map((e) => e.fileId as string);
+    if (want.length) transfer.want(want);
     setSceneEls(elements as readonly ExEl[]);
     setViewport((v) => (v.scrollX === appState.scrollX && v.scrollY === appState.scrollY && v.zoom === appState.zoom.value ? v : { scrollX: appState.scrollX, scrollY: appState.scrollY, zoom: appState.zoom.value }));
   };
