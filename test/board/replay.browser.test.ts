@@ -71,6 +71,29 @@ async function scrubTo(replay: Page, at: number): Promise<void> {
   await replay.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 }
 
+/**
+ * The page shows the board at its last committed seq, drawn: a shape still being dragged is on the
+ * others' screens before its last version is committed, and a picture taken then shows less than
+ * the board had at that moment.
+ */
+async function atLastSeq(page: Page, lessonId: string): Promise<void> {
+  const last = async () => (await stack.gw.deps.sql<{ seq: string }[]>`SELECT seq::text FROM boards WHERE lesson_id = ${lessonId}`)[0]?.seq;
+  // the board's seq unchanged for half a second (the pen lifted, its last version committed), and the page at it
+  let before: string | undefined;
+  await expect
+    .poll(
+      async () => {
+        const seq = await last();
+        const steady = seq === before;
+        before = seq;
+        return steady && (await page.locator('[data-testid=board]').getAttribute('data-seq')) === seq;
+      },
+      { timeout: 15_000, intervals: [500] },
+    )
+    .toBe(true);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
+
 describe('replay page', () => {
   it('scrubbed to three moments shows the board as it was then, follows the page the history went to, and played at 16x ends on the snapshot', async () => {
     const l = await stack.lesson('board_only', 'generic');
@@ -80,12 +103,14 @@ describe('replay page', () => {
     await drawRect(a, [340, 240], [160, 100]);
     await a.keyboard.press('Escape');
     await showsExactly(b, 1);
+    await atLastSeq(b, l.lessonId);
     const live1 = await shotOf(b, 'replay-live-1');
     const t1 = Date.now();
     // moment 2: the student's stroke next to it
     await drawStroke(b, [560, 300], 180, 12);
     await b.keyboard.press('Escape');
     await showsExactly(a, 2);
+    await atLastSeq(b, l.lessonId);
     const live2 = await shotOf(b, 'replay-live-2');
     const t2 = Date.now();
     // moment 3: the teacher adds a page and draws there (the replay follows to it)
