@@ -16,7 +16,7 @@ export interface Person {
   role: 'teacher' | 'student';
 }
 
-export type Snapshot = { pages: { id: string }[]; elements: { id: string; page_id: string }[] };
+export type Snapshot = { pages: { id: string }[]; elements: { id: string; page_id: string }[]; pinned_page_id?: string | null };
 
 /** mulberry32: a small seeded generator, the same sequence for the same seed everywhere */
 export function rng(seed: number): () => number {
@@ -140,7 +140,13 @@ export async function randomSession(opts: {
   }
   // the end of the lesson: unpinned, everyone connected, nothing in flight
   const teacher = opts.people.find((p) => p.role === 'teacher')!;
-  if (await teacher.page.locator('[data-testid=unpin]').isVisible()) await teacher.page.locator('[data-testid=unpin]').click();
+  const unpin = teacher.page.locator('[data-testid=unpin]');
+  // the teacher may be on another page than the pinned one: pinning the page shown moves the pin there
+  if (!(await unpin.isVisible()) && (await opts.snapshot()).pinned_page_id) {
+    await teacher.page.locator('[data-testid=pin]').click();
+    await unpin.waitFor({ timeout: 5000 });
+  }
+  if (await unpin.isVisible()) await unpin.click();
   for (const p of opts.people) await waitOpen(p.page);
   const fail = (why: string) => new Error(`random session seed=${opts.seed} actions=${opts.actions}: ${why}\n${log.join('\n')}`);
   let lastWhy = '';
@@ -156,6 +162,11 @@ export async function randomSession(opts: {
         if (lastWhy) break;
         const tab = p.page.locator(`[data-testid=page-tab-${ix}]`);
         if (!(await tab.count())) continue;
+        // the teacher's unpin may not have reached this page yet: its tabs are still held
+        if (await tab.isDisabled()) {
+          lastWhy = `${p.role}: page ${ix} is still held by a pin`;
+          break;
+        }
         await tab.click();
         await p.page.locator(`[data-testid=page-tab-${ix}].current`).waitFor({ timeout: 5000 });
         const shown = await shownIds(p.page);

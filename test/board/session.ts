@@ -65,7 +65,7 @@ export async function startSession() {
   }
 
   /** The partner's view: GET /snapshot. */
-  async function snapshot(lessonId: string): Promise<{ seq: number; pages: { id: string }[]; elements: BoardElementLite[] }> {
+  async function snapshot(lessonId: string): Promise<{ seq: number; pages: { id: string }[]; pinned_page_id: string | null; elements: BoardElementLite[] }> {
     const r = await api.request('GET', `/lessons/${lessonId}/snapshot`, { key: p.apiKey });
     if (r.status !== 200) throw new Error(`snapshot: ${r.status}`);
     return r.body;
