@@ -50,7 +50,10 @@ describe('reads while Postgres backends are terminated', () => {
       await admin.end({ timeout: 1 });
     }
     expect(killed).toBeGreaterThan(5);
-    expect(statuses.filter((s) => / 5\d\d$/.test(s))).toEqual([]);
+    // never a 500; a read whose second run lost its connection too answers 503 (its documented
+    // answer: nothing was read, try again), which a kill every 150 ms may cause now and then
+    expect(statuses.filter((s) => / 5\d\d$/.test(s) && !s.endsWith(' 503'))).toEqual([]);
+    expect(statuses.filter((s) => s.endsWith(' 503')).length).toBeLessThanOrEqual(Math.ceil(statuses.length / 20));
   }, 120_000); // 15 rounds of 4 requests: a minute and more at load average 40 (its killer would outlive a time-out and break the next test)
 
   it('Postgres unreachable: a GET answers 503 unavailable with Retry-After (not 500), an uncached key too; once it is back the next GET answers 200 within its read wait', async () => {
