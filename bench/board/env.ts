@@ -53,7 +53,7 @@ export async function browserBench(kind: string) {
   const { config, deps } = db;
   const web = process.env.WEB_DIR ?? builtWeb();
   const gw: GatewayProc = await spawnGateway({ DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '60000' });
-  const browser: Browser = await launchChromium();
+  const browser: Browser = await launchChromium({ build: 'full' });
   const origin = `http://127.0.0.1:${gw.port}`;
   const partner = await createPartner(deps.sql, { name: kind });
   await topUp(deps.sql, { partnerId: partner.id, minutes: 100_000, at: new Date() });

@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   const web = env.WEB_DIR ?? builtWeb();
   const gatewayEnv = { DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, WEB_DIR: web, BOARD_PREVIEW_DEBOUNCE_MS: '60000' };
   const [a, b] = await Promise.all([spawnGateway(gatewayEnv), spawnGateway(gatewayEnv)]);
-  const browser = await launchChromium();
+  const browser = await launchChromium({ build: 'full' });
   const movers: Mover[] = [];
   try {
     const partner = await createPartner(deps.sql, { name: 'bench pointers' });

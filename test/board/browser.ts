@@ -51,13 +51,16 @@ export const JOINED_CALL = () => {
   if (!sessionStorage.getItem('call.choice')) sessionStorage.setItem('call.choice', JSON.stringify({ joined: true, camera: true, mic: true }));
 };
 
-/** Starts the gateway and Chromium for one test file; both close after it. `env`: gateway settings for this file (e.g. a smaller socket cap). */
-export async function startPageStack(env: Record<string, string> = {}): Promise<PageStack> {
+/**
+ * Starts the gateway and Chromium for one test file; both close after it. `env`: gateway settings
+ * for this file (e.g. a smaller socket cap); `build`: which Chromium (test/board/web.ts).
+ */
+export async function startPageStack(env: Record<string, string> = {}, build: 'shell' | 'full' = 'shell'): Promise<PageStack> {
   const gw = await startTestGateway({ env: { WEB_DIR: builtWeb(), BOARD_PREVIEW_DEBOUNCE_MS: '500', ...env } });
   const origin = `http://127.0.0.1:${gw.port}`;
   const p = await partnerFactory(gw.deps.sql);
   mkdirSync(ARTIFACTS, { recursive: true });
-  const browser = await launchChromium({ fakeMedia: true });
+  const browser = await launchChromium({ fakeMedia: true, build });
   afterAll(async () => {
     await browser.close();
   });

@@ -10,7 +10,8 @@ import { LAPTOP, liveTiles, PHONE, startPageStack } from './browser.js';
  * missing device is said in words while the person still joins to see and hear the others.
  * Screenshots: test-artifacts/prejoin-*.png.
  */
-const stack = await startPageStack();
+// the browser a person runs: the headless shell gives the same camera a new id after a reload
+const stack = await startPageStack({}, 'full');
 
 const choiceOf = (page: Page) => page.evaluate(() => JSON.parse(sessionStorage.getItem('call.choice') ?? 'null'));
 
