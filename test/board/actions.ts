@@ -108,3 +108,18 @@ export async function dragFrom(page: Page, from: [number, number], to: [number, 
   await page.mouse.move(box.x + to[0], box.y + to[1], { steps: 5 });
   await page.mouse.up();
 }
+
+/**
+ * `from` draws a small rectangle on the page it shows, and `to` shows it: whatever `from`'s page sent
+ * before has been handled and relayed too (one socket, in order). What a test checks after it cannot
+ * pass only because something was still on its way. Returns the rectangle's id.
+ */
+export async function laterDrawing(from: Page, to: Page, at: [number, number] = [620, 120]): Promise<string> {
+  const before = await shownIds(from);
+  await drawRect(from, at, [60, 40]);
+  await from.keyboard.press('Escape');
+  const ids = `(document.querySelector('[data-testid=board]')?.getAttribute('data-ids') ?? '').split(' ')`;
+  const marker = (await (await from.waitForFunction(`${ids}.find((id) => id && !${JSON.stringify(before)}.includes(id))`, undefined, { timeout: 10_000 })).jsonValue()) as string;
+  await to.waitForFunction(`${ids}.includes(${JSON.stringify(marker)})`, undefined, { timeout: 10_000 });
+  return marker;
+}

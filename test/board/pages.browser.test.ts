@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { suiteOrFull } from '../helpers/length.js';
-import { drawRect, goToPage, showsExactly } from './actions.js';
+import { drawRect, goToPage, laterDrawing, showsExactly } from './actions.js';
 import { startPageStack, type Watched } from './browser.js';
 
 /**
@@ -145,10 +145,10 @@ describe('pages', () => {
         await b.locator('[data-testid=page-tab-0].current.pinned').waitFor({ timeout: 10_000 });
       });
       await b.locator('.toast', { hasText: 'The teacher pinned another page while you were drawing there: that drawing was not kept.' }).waitFor({ timeout: 10_000 });
-      await new Promise((r) => setTimeout(r, 1000)); // anything still on its way
-      // not on the pinned page: neither screen shows it there
-      expect(await shownOn(a)).toBe(0);
-      expect(await shownOn(b)).toBe(0);
+      // not on the pinned page: neither screen shows it there, only the student's later rectangle
+      await laterDrawing(b, a);
+      expect(await shownOn(a)).toBe(1);
+      expect(await shownOn(b)).toBe(1);
       // and not on Page 2 either (refused there by the pin): the rectangle alone
       await a.locator('[data-testid=unpin]').click();
       await b.waitForFunction(() => !(document.querySelector('[data-testid=page-tab-1]') as HTMLButtonElement).disabled);
@@ -164,9 +164,9 @@ describe('pages', () => {
         await b.locator('[data-testid=page-tab-1]').waitFor({ state: 'detached', timeout: 10_000 });
       });
       await b.locator('.toast', { hasText: 'The page you were drawing on was deleted: that drawing was not kept.' }).waitFor({ timeout: 10_000 });
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(await shownOn(a)).toBe(0);
-      expect(await shownOn(b)).toBe(0);
+      await laterDrawing(b, a);
+      expect(await shownOn(a)).toBe(2);
+      expect(await shownOn(b)).toBe(2);
       expect((await toasts(b)).slice(1)).toEqual(['The teacher deleted "Page 2", the page you were on.', 'The page you were drawing on was deleted: that drawing was not kept.']);
       await a.context().close();
       await b.context().close();

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clickAt, dragFrom, drawRect, drawStroke, goToPage, shown, showsExactly, shownIds, typeText } from './actions.js';
+import { clickAt, dragFrom, drawRect, drawStroke, goToPage, laterDrawing, shown, showsExactly, shownIds, typeText } from './actions.js';
 import { suiteOrFull } from '../helpers/length.js';
 import { ARTIFACTS, startSession } from './session.js';
 
@@ -225,8 +225,8 @@ describe('the board in two browsers', () => {
     expect(await shownIds(b)).toEqual((await snapshotByPage(lesson.id)).get('page-1'));
     // the student undoes nothing of the teacher's: others' changes never enter one's history
     await b.keyboard.press('Control+z');
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await count()).toBe(2);
+    await laterDrawing(b, a, [300, 500]);
+    expect(await count()).toBe(3);
     await a.screenshot({ path: path.join(ARTIFACTS, 'sync-undo-teacher.png') });
     await b.screenshot({ path: path.join(ARTIFACTS, 'sync-undo-student.png') });
     await a.context().close();
@@ -272,9 +272,9 @@ describe('the board in two browsers', () => {
     await a.keyboard.press('Enter');
     await b.getByTestId('chat').getByText('rod', { exact: true }).waitFor();
     expect(await a.locator('[data-testid="toolbar-selection"]').isChecked()).toBe(true);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await shown(b)).toBe(1);
-    expect((await s.snapshot(lesson.id)).elements).toHaveLength(1);
+    await laterDrawing(a, b, [650, 150]);
+    expect(await shown(b)).toBe(2);
+    expect((await s.snapshot(lesson.id)).elements).toHaveLength(2);
     // a page switch forgets the undo history, and the Undo and Redo buttons show it (they stayed enabled and did nothing)
     const undo = a.getByTestId('button-undo');
     expect(await undo.isEnabled()).toBe(true);
@@ -304,10 +304,10 @@ describe('the board in two browsers', () => {
     await expect.poll(async () => (await elements()).length, { timeout: 10_000 }).toBe(2);
     await b.keyboard.press('Control+Shift+l');
     await b.locator('.toast', { hasText: 'Only the teacher can lock shapes, or change, move or delete locked ones.' }).waitFor({ timeout: 10_000 });
-    await new Promise((r) => setTimeout(r, 500));
+    await laterDrawing(b, a, [650, 150]);
     const after = await elements();
     expect(after.find((e) => e.id === locked.id)).toMatchObject({ x: locked.x, locked: true });
-    expect(after.filter((e) => e.id !== locked.id).map((e) => e.locked)).toEqual([false]);
+    expect(after.filter((e) => e.id !== locked.id).map((e) => e.locked)).toEqual([false, false]);
     await b.screenshot({ path: path.join(ARTIFACTS, 'sync-locked-student.png') });
     expect([...a.errors, ...b.errors]).toEqual([]);
     await a.context().close();
