@@ -67,8 +67,9 @@ describe('images while old and new gateways run side by side', () => {
     old.send({ type: 'board.sync', since: 0 });
     const state = await old.waitFor((m) => m.type === 'board.state' && m.seq > 0, 'the state', 20_000);
     expect(state.elements.map((e: { id: string }) => e.id)).toEqual(['i2']);
-    // told once only
-    await new Promise((r) => setTimeout(r, 300));
+    // told once only: a later operation reaches the old page after anything the sync caused
+    fresh.send({ type: 'board.op', ref: 'later', op: { type: 'element.add', elements: [rect('i3')] } });
+    await old.waitFor((m) => m.type === 'board.ops' && m.ops.some((o: { op: { elements?: { id: string }[] } }) => o.op.elements?.some((e) => e.id === 'i3')), 'a later operation', 20_000);
     expect(old.of('board.reject')).toHaveLength(1);
     await Promise.all([fresh.close(), old.close()]);
   });

@@ -7,7 +7,7 @@ import { issueLink } from '../../src/domain/links.js';
 import { readPreview, startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
-import { drawRect, ink, showsExactly } from './actions.js';
+import { drawRect, ink, laterDrawing, showsExactly } from './actions.js';
 import { startProxy } from './proxy.js';
 import { builtWeb, launchChromium } from './web.js';
 
@@ -195,9 +195,10 @@ describe('the participant page in Chromium, served by the gateway', () => {
     await b.locator('[data-testid=page-tab-0]').click();
     await b.keyboard.press('Control+z');
     await b.keyboard.press('Control+Shift+z');
-    await new Promise((r) => setTimeout(r, 500));
-    expect(await elementsOn(b)).toBe(1);
-    expect((await snapshotOf(lesson.id)).elements).toHaveLength(1);
+    // a later rectangle of the student's reaches the teacher: whatever the undo and redo sent went before it
+    await laterDrawing(b, a, [60, 60]);
+    expect(await elementsOn(b)).toBe(2);
+    expect((await snapshotOf(lesson.id)).elements).toHaveLength(2);
     await a.context().close();
     await b.context().close();
   }, 90_000);
