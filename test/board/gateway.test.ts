@@ -6,6 +6,7 @@ import { TestClient, join, type Received } from '../realtime/helpers/client.js';
 import { lessonWithLinks, linkFor } from '../realtime/helpers/fixtures.js';
 import { createLesson } from '../../src/domain/lessons.js';
 import { partnerFactory } from '../helpers/factories.js';
+import { eventually } from '../helpers/wait.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { spawnGateway } from '../realtime/helpers/processes.js';
 import { del, rect, stroke, text } from './factories.js';
@@ -279,8 +280,19 @@ describe('strokes in progress', () => {
     const head = (({ points: _p, ...h }) => h)(stroke('fast', 3) as Extract<ReturnType<typeof stroke>, { type: 'freehand' }>);
     for (let i = 0; i < 100; i++) t.send({ type: 'board.stroke', id: 'fast', from: i, points: [[i, i]], ...(i === 0 ? { head } : {}) });
     await s1.waitFor((m) => m.type === 'board.stroke' && m.from >= 39, 'the burst');
-    await new Promise((r) => setTimeout(r, 300)); // anything more would have arrived by now
-    const n = s1.of('board.stroke').length;
+    // A later stroke of the same connection is relayed after every delta of 'fast' (a connection's
+    // strokes leave in the order drawn): once it arrives, nothing more of 'fast' can. It is sent
+    // again until the bucket has a token for it (until then it is dropped like the deltas).
+    await eventually(
+      async () => {
+        t.send({ type: 'board.stroke', id: 'later', from: 0, points: [[0, 0]], head: { ...head, id: 'later' } });
+        return s1.messages.some((m) => m.type === 'board.stroke' && m.id === 'later');
+      },
+      'a later stroke',
+      10_000,
+      60,
+    );
+    const n = s1.of('board.stroke').filter((m) => m.id === 'fast').length;
     expect(n).toBeGreaterThanOrEqual(40);
     expect(n).toBeLessThan(50);
     await Promise.all([t.close(), s1.close()]);
@@ -324,8 +336,16 @@ describe('preview', () => {
     const mine = new Map<string, unknown>();
     sendOp(t, mine, 'r1', { type: 'element.add', elements: [rect('p1'), stroke('p2')] });
     await answered(t, 'r1');
-    const previewSeq = async () => Number((await sql`SELECT seq FROM board_previews WHERE lesson_id = ${f.lesson.id}`)[0]?.seq ?? 0);
-    await new Promise((r) => setTimeout(r, 300));
+    const previewSeq = async (lessonId = f.lesson.id) => Number((await sql`SELECT seq FROM board_previews WHERE lesson_id = ${lessonId}`)[0]?.seq ?? 0);
+    // Another lesson's render on this node, caused later: a node renders one lesson at a time, in the
+    // order they were queued, so a render queued by r1's commit would be stored before this one is.
+    const later = await lesson();
+    const lt = await join(a.wsUrl(await later.teacher()));
+    sendOp(lt, new Map(), 'l1', { type: 'element.add', elements: [rect('l1')] });
+    await answered(lt, 'l1');
+    await lt.close();
+    // (behind the renders of this file's earlier lessons, queued as their pages closed: on a loaded machine they take seconds)
+    await until(async () => (await previewSeq(later.lesson.id)) === 1, 15_000);
     expect(await previewSeq()).toBe(0); // this file's debounce is a minute
     await t.close();
     await until(async () => (await previewSeq()) === 1, 5000);
@@ -498,8 +518,15 @@ describe('video call signalling', () => {
     t.send({ type: 'rtc.offer', to: 'AAAAAAAAAAAAAAAA', sdp: 'v=0' }); // nobody: dropped
     t.send({ type: 'rtc.offer', to: tid, sdp: 'v=0' });
     expect(await t.waitType('error')).toMatchObject({ code: 'not_found', ref: 'rtc.offer' });
-    await new Promise((r) => setTimeout(r, 300));
-    for (const c of [o, outsider]) expect(c.messages.filter((m) => m.type.startsWith('rtc.'))).toEqual([]);
+    // A later offer of the teacher's to o: a socket's signals leave in the order they came, over one
+    // publisher, so once it reaches o nothing earlier can. Then a chat line of the outsider's own, which
+    // node a writes to its socket after anything it wrote there while handling the teacher's signals.
+    t.send({ type: 'rtc.offer', to: o.of('welcome')[0].you.id, sdp: 'v=0 later' });
+    await o.waitFor((m) => m.type === 'rtc.offer' && m.sdp === 'v=0 later', 'the later offer');
+    outsider.send({ type: 'chat.send', text: 'later' });
+    await outsider.waitType('chat');
+    expect(o.messages.filter((m) => m.type.startsWith('rtc.')).map((m) => m.sdp)).toEqual(['v=0 later']);
+    expect(outsider.messages.filter((m) => m.type.startsWith('rtc.'))).toEqual([]);
     await Promise.all([t, s, o, outsider].map((c) => c.close()));
   });
 
@@ -517,7 +544,10 @@ describe('video call signalling', () => {
     t.send({ type: 'teacher.mute', participant_id: sid, mic: true });
     await t.waitFor(() => t.of('error').length === refused.length, 'five refusals');
     expect(t.of('error').map((e) => [e.code, e.ref])).toEqual(refused.map((r) => ['board_only', r]));
-    await new Promise((r) => setTimeout(r, 300));
+    // a chat line of the teacher's, sent after the refusals came, reaches s over the same publisher
+    // after anything handling those messages could have sent
+    t.send({ type: 'chat.send', text: 'later' });
+    await s.waitType('chat');
     expect(s.messages.filter((m) => m.type.startsWith('rtc.') || m.type === 'muted' || m.type === 'media.state')).toEqual([]);
     expect(t.ws.readyState).toBe(t.ws.OPEN);
     await Promise.all([t.close(), s.close()]);
@@ -548,7 +578,11 @@ describe('chat', () => {
     const t = await join(a.wsUrl(await f.teacher()));
     for (let i = 0; i < 15; i++) t.send({ type: 'chat.send', text: `line ${i}` });
     await t.waitFor((m) => m.type === 'error' && m.code === 'rate_limited', 'rate limit');
-    await new Promise((r) => setTimeout(r, 200));
+    // A socket's chat lines and board operations are decided in one queue, in arrival order
+    // (admission/PersonRates.ts), and a line goes to its sender as it is decided: once a later
+    // operation is answered, every line has come back or been refused.
+    sendOp(t, new Map(), 'later', { type: 'element.add', elements: [rect('later')] });
+    await answered(t, 'later');
     expect(t.of('chat').length).toBeGreaterThanOrEqual(10);
     expect(t.of('chat').length).toBeLessThan(15);
     await t.close();

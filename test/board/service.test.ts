@@ -213,9 +213,15 @@ describe('BoardService on two nodes sharing Postgres and Redis', () => {
     const sub = await nodeB.join(lesson.id, onB.listener);
     await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('a')] }, student);
     await until(() => onB.seqs.length === 1);
+    // Another lesson's commit, made after 'b', travels from node A to node B on the same two Redis
+    // connections (one publisher, one subscriber, one Redis): once node B relays it, 'b' was heard first.
+    const other = await newLesson(nodeA.deps.sql);
+    const onOther = recorder();
+    await nodeB.join(other.id, onOther.listener);
     sub.leave();
     await nodeA.board.submit(lesson.id, { type: 'element.add', elements: [rect('b')] }, student);
-    await new Promise((r) => setTimeout(r, 150));
+    await nodeA.board.submit(other.id, { type: 'element.add', elements: [rect('later')] }, student);
+    await until(() => onOther.seqs.length === 1);
     expect(onB.seqs).toEqual([1]);
   });
 });

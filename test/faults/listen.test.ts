@@ -47,13 +47,21 @@ describe('the first LISTEN of a start, its connection reset', () => {
       expect(listens).toBeGreaterThanOrEqual(1);
       await notifier`SELECT pg_notify(${channel}, 'one')`;
       await eventually(async () => heard.length >= 1, 'the notification');
-      // postgres.js re-listens each failed attempt's listener on its own: were they not guarded, 'one' would arrive more than once
-      await new Promise((r) => setTimeout(r, 300));
-      expect(heard).toEqual(['one']);
+      // postgres.js re-listens each failed attempt's listener on its own: were they not guarded, 'one' would arrive more than once.
+      // Its listeners share one connection and are called together for each notification, which
+      // arrive in the order sent: once a later one is heard, every copy of 'one' was.
+      await notifier`SELECT pg_notify(${channel}, 'later')`;
+      await eventually(async () => heard.includes('later'), 'the later notification');
+      expect(heard).toEqual(['one', 'later']);
       await handle.unlisten();
+      // after unlisten: a notification on another channel of the same connection, sent after 'two', is heard after it
+      const other = `${channel}_other`;
+      const heardOther: string[] = [];
+      await sql.listen(other, (p) => heardOther.push(p));
       await notifier`SELECT pg_notify(${channel}, 'two')`;
-      await new Promise((r) => setTimeout(r, 300));
-      expect(heard).toEqual(['one']);
+      await notifier`SELECT pg_notify(${other}, 'after two')`;
+      await eventually(async () => heardOther.length >= 1, 'the notification on the other channel');
+      expect(heard).toEqual(['one', 'later']);
     } finally {
       await sql.end({ timeout: 1 });
     }
