@@ -11,7 +11,7 @@ import { LessonBus } from './bus/LessonBus.js';
 import type { GatewayFeature } from './features/api.js';
 import { JoinAnnouncer, type JoinRetries } from './metering/JoinAnnouncer.js';
 import { Meter, type MeterRetries } from './metering/Meter.js';
-import { PresenceLog } from './metering/PresenceLog.js';
+import { PresenceLog, type PresenceLogRetries } from './metering/PresenceLog.js';
 import type { Presence } from './presence/Presence.js';
 import { gatewayTiming } from './timing.js';
 
@@ -22,7 +22,7 @@ export interface GatewayOptions {
   /** the gateway's Prometheus families (src/metrics/gateway.ts); omitted (METRICS_PORT off): nothing is recorded */
   metrics?: GatewayMetrics;
   /** the waits between Postgres attempts (tests of an outage shorten them); omitted: the production ones */
-  retries?: { meter?: MeterRetries; joins?: JoinRetries };
+  retries?: { meter?: MeterRetries; joins?: JoinRetries; presenceLog?: PresenceLogRetries };
 }
 
 /**
@@ -71,6 +71,6 @@ export function gatewayParts(
     admission: new Admission(deps),
     announcer: new JoinAnnouncer(deps.sql, log, (j) => presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()), opts.retries?.joins),
     personRates: new PersonRates(opts.redis, PERSON_RATES),
-    presenceLog: new PresenceLog(deps.sql, log),
+    presenceLog: new PresenceLog(deps.sql, log, opts.retries?.presenceLog),
   };
 }

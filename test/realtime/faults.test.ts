@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileDeps } from '../helpers/deps.js';
 import { eventsOf } from '../helpers/lessons.js';
 import { join } from './helpers/client.js';
@@ -11,7 +11,10 @@ import { spawnGateway, spawnRedis, type GatewayProcess } from './helpers/process
 /**
  * Faults with real processes: a Redis of our own (started and killed here,
  * never the shared one) and gateway processes with short test settings:
- * lease 3 s (heartbeat 1 s), flush 1 s, SESSION_IDLE_SECONDS 2.
+ * lease 3 s (heartbeat 1 s), flush 1 s, SESSION_IDLE_SECONDS 2. A gateway
+ * process takes seconds to start on a loaded machine, so the Redis faults
+ * share one pair of nodes (each test its own lesson), and each restart test
+ * hands its new process to the next test as the node that dies there.
  */
 let redis = await spawnRedis();
 const env = {
@@ -25,7 +28,6 @@ const deps = fileDeps({ env });
 deps.redis.on('error', () => undefined); // this Redis is killed on purpose below
 const { sql } = deps;
 const admin = () => new Redis(redis.url, { maxRetriesPerRequest: 1 });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number) => ms / 1000;
 /** Connections Redis holds for the lesson (the gateways registered them, or re-registered them after a loss). */
 const registered = async (lessonId: string) => deps.redis.hlen(`gw:l:{${lessonId}}:c`).catch(() => 0);
@@ -36,6 +38,9 @@ const presentNames = async (lessonId: string) =>
 async function logged(nodes: [GatewayProcess, number][], msg: string): Promise<void> {
   await eventually(async () => nodes.every(([n, from]) => n.logs.slice(from).some((l) => l.includes(`"msg":"${msg}"`))), `"${msg}" logged`, 15_000);
 }
+/** Waits until a flush charged the lesson this many seconds: presence confirmed that long. */
+const billedAtLeast = (lessonId: string, seconds: number) =>
+  eventually(async () => (await lessonRow(sql, lessonId)).billed_seconds >= seconds, `${seconds} s billed`, 15_000);
 /** The lesson's first session, once the meter started it. */
 const firstSession = async (lessonId: string) => (await eventually(async () => (await sessionsOf(sql, lessonId)).length && sessionsOf(sql, lessonId), 'the session'))[0];
 /**
@@ -57,9 +62,28 @@ async function billedSettles(lessonId: string, opts: { empty?: boolean } = {}): 
   return settled.billed;
 }
 
+/** The process a test left running (the new one after a death), or a new one. */
+let spare: GatewayProcess | undefined;
+async function aNode(): Promise<GatewayProcess> {
+  const n = spare ?? (await spawnGateway(env));
+  spare = undefined;
+  return n;
+}
+afterAll(() => spare?.stop());
+
 describe('Redis loses its state while a lesson runs', () => {
+  let n1: GatewayProcess;
+  let n2: GatewayProcess;
+  beforeAll(async () => {
+    [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
+  });
+  afterAll(async () => {
+    // n1 lives on as the first node of the restarts below
+    spare = n1;
+    await n2?.stop();
+  });
+
   it('after FLUSHALL the gateways re-register their live connections: same session, no second lesson.started, billing continues', async () => {
-    const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
     const f = await lessonWithLinks(sql);
     const a = await join(n1.wsUrl(await f.link('a', { name: 'Ann' })));
     const b = await join(n2.wsUrl(await f.link('b', { name: 'Bob' })));
@@ -79,11 +103,9 @@ describe('Redis loses its state while a lesson runs', () => {
     expect(await sessionsOf(sql, f.lesson.id)).toHaveLength(1);
     expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
     expect(Math.abs(billed - together)).toBeLessThanOrEqual(1.5);
-    await Promise.all([n1.stop(), n2.stop()]);
   }, 40_000);
 
   it('after Redis is killed and restarted the session survives and the outage loses no billed second', async () => {
-    const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
     const f = await lessonWithLinks(sql);
     const a = await join(n1.wsUrl(await f.link('a', { name: 'Ann' })));
     const b = await join(n2.wsUrl(await f.link('b', { name: 'Bob' })));
@@ -114,15 +136,16 @@ describe('Redis loses its state while a lesson runs', () => {
     // Ann and Bob were together all along: every second is billed; the outage loses none
     expect(billed).toBeGreaterThanOrEqual(Math.floor(together) - 1);
     expect(billed).toBeLessThanOrEqual(Math.ceil(together) + 1);
-    await Promise.all([n1.stop(), n2.stop()]);
   }, 60_000);
 
   it('bills a departure during a Redis outage at most until Redis is back and the nodes re-registered', async () => {
-    const [n1, n2] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
     const f = await lessonWithLinks(sql);
     const a = await join(n1.wsUrl(await f.link('a')));
     const b = await join(n2.wsUrl(await f.link('b')));
     const s = await firstSession(f.lesson.id);
+    // a lesson running on n1 throughout: its billing moves at each of n1's flushes, which also tick Ann's
+    const marker = await lessonWithLinks(sql);
+    const markers = [await join(n1.wsUrl(await marker.link('m1'))), await join(n1.wsUrl(await marker.link('m2')))];
     const [m1, m2] = [n1.logs.length, n2.logs.length];
     await redis.kill();
     await logged([[n1, m1], [n2, m2]], 'redis error'); // an outage the nodes notice
@@ -136,17 +159,18 @@ describe('Redis loses its state while a lesson runs', () => {
     expect(billed).toBeGreaterThanOrEqual(Math.floor(seconds(leftAt - start)) - 1);
     // the bound (docs/metering.md): until Redis is back, plus one heartbeat and the grace (1 s + 3 s)
     expect(billed).toBeLessThanOrEqual(Math.ceil(seconds(restartedAt - start)) + 4);
-    await sleep(1000);
-    expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(billed); // paused for good
+    // paused for good: a later flush of n1 (the marker's charge moved) charged Ann's lesson nothing more
+    const markerBilled = (await lessonRow(sql, marker.lesson.id)).billed_seconds;
+    await billedAtLeast(marker.lesson.id, markerBilled + 1);
+    expect((await lessonRow(sql, f.lesson.id)).billed_seconds).toBe(billed);
     expect(await eventsOf(sql, f.partner.id, 'lesson.started')).toHaveLength(1);
-    await a.close();
-    await Promise.all([n1.stop(), n2.stop()]);
+    await Promise.all([a.close(), ...markers.map((m) => m.close())]);
   }, 60_000);
 });
 
 describe('every process restarts', () => {
   it('ends a session idle for SESSION_IDLE_SECONDS although the node that saw it empty died and Redis was flushed', async () => {
-    const n1 = await spawnGateway(env);
+    const n1 = await aNode();
     const f = await lessonWithLinks(sql);
     const a = await join(n1.wsUrl(await f.link('a')));
     const b = await join(n1.wsUrl(await f.link('b')));
@@ -165,22 +189,26 @@ describe('every process restarts', () => {
     const n2 = await spawnGateway(env);
     const ended = await eventually(async () => (await eventsOf(sql, f.partner.id, 'lesson.ended'))[0], 'lesson.ended from the new process', 10_000);
     expect(ended.data.ended_at).toBe(emptySince.toISOString());
-    await sleep(1000); // two sweeps: no second end
+    await new Promise((r) => setTimeout(r, 1000)); // two sweeps (every 0.5-0.7 s): no second end
     expect(await eventsOf(sql, f.partner.id, 'lesson.ended')).toHaveLength(1);
     expect((await sessionsOf(sql, f.lesson.id))[0].ended_at).toEqual(emptySince);
-    await n2.stop();
+    spare = n2;
   }, 40_000);
 
   it('bills no downtime when every gateway died with people in a lesson: the late reap dates their departure when their next lease renewal was due', async () => {
-    const n1 = await spawnGateway(env);
+    const n1 = await aNode();
     const f = await lessonWithLinks(sql);
     await join(n1.wsUrl(await f.link('a')));
     await join(n1.wsUrl(await f.link('b')));
     const s = await firstSession(f.lesson.id);
-    await sleep(1000);
+    await billedAtLeast(f.lesson.id, 1);
     const killedAt = Date.now();
     await n1.kill();
-    await sleep(4000); // longer than the lease (3 s): nobody is there to reap
+    // past the lease (3 s after its last renewal): nobody is there to reap
+    await eventually(async () => {
+      const due = await deps.redis.zscore('gw:nodes', n1.nodeId);
+      return due !== null && Date.now() > Number(due) + 200;
+    }, "the dead node's lease expired", 10_000);
     const n2 = await spawnGateway(env);
     const ended = await eventually(async () => (await eventsOf(sql, f.partner.id, 'lesson.ended'))[0], 'lesson.ended', 15_000);
     const billed = (await lessonRow(sql, f.lesson.id)).billed_seconds;
@@ -188,16 +216,16 @@ describe('every process restarts', () => {
     expect(billed).toBeGreaterThanOrEqual(Math.floor(lived) - 1);
     expect(billed).toBeLessThanOrEqual(Math.ceil(lived) + 3); // at most the lease
     expect(new Date(ended.data.ended_at).getTime()).toBeLessThanOrEqual(killedAt + 3000);
-    await n2.stop();
+    spare = n2;
   }, 40_000);
 
   it('ends an orphan session (its node died and Redis was flushed) dated at the last time presence was confirmed', async () => {
-    const n1 = await spawnGateway(env);
+    const n1 = await aNode();
     const f = await lessonWithLinks(sql);
     await join(n1.wsUrl(await f.link('a')));
     await join(n1.wsUrl(await f.link('b')));
     const s = await firstSession(f.lesson.id);
-    await sleep(1500); // a few flushes confirm presence
+    await billedAtLeast(f.lesson.id, 1); // flushes confirmed presence
     const killedAt = Date.now();
     await n1.kill();
     const r = admin();

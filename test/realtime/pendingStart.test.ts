@@ -26,8 +26,11 @@ import { startTestGateway } from './helpers/gateway.js';
  */
 const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
 const env = await isolatedEnv();
-// the join announcer's too: Bob's participant.joined fails the same way, and settle() waits for it
-const options = { retries: { meter: [20, 50], joins: { waits: [20, 50], againMs: 200 } } };
+// the join announcer's and the presence log's too: Bob's participant.joined and his arrival's
+// attendance mark fail the same way, and settle() waits for both (6.2 s each in production)
+const options = {
+  retries: { meter: [20, 50], joins: { waits: [20, 50], againMs: 200 }, presenceLog: { waits: [20, 50], againMs: 200 } },
+};
 const gw = await startTestGateway({ clock, env, options });
 const other = await startTestGateway({ clock, env, options });
 const { sql } = gw.deps;

@@ -12,10 +12,13 @@ import { startTestGateway } from './helpers/gateway.js';
  * binds superusers too) and its backends are terminated, from a connection to
  * another database. People whose links the node already knows still join
  * (docs/metering.md, "Postgres unavailable"). The retries (6.2 s in production,
- * 7.6 s for the meter's writes) are shortened to 70 ms here and the next try of
- * a kept batch from 5 s to 200 ms: that changes nothing but the waits.
+ * as for the attendance marks, 7.6 s for the meter's writes) are shortened to
+ * 70 ms here and the next try of a kept batch from 5 s to 200 ms: that changes
+ * nothing but the waits.
  */
-const options = { retries: { meter: [20, 50], joins: { waits: [20, 50], againMs: 200 } } };
+const options = {
+  retries: { meter: [20, 50], joins: { waits: [20, 50], againMs: 200 }, presenceLog: { waits: [20, 50], againMs: 200 } },
+};
 const gw = await startTestGateway({ options });
 const { sql } = gw.deps;
 const { away: postgresAway, back: postgresBack } = postgresSwitch(gw.env.DATABASE_URL);

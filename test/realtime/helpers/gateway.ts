@@ -1,5 +1,7 @@
+import type { RedisOptions } from 'ioredis';
 import { afterAll } from 'vitest';
 import type { Clock } from '../../../src/lib/clock.js';
+import { isCluster } from '../../../src/redis.js';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../../realtime/index.js';
 import { makeDeps } from '../../helpers/deps.js';
 import { isolatedEnv } from '../../helpers/isolation.js';
@@ -20,11 +22,19 @@ export type TestGateway = RunningGateway & {
  * A real uWS gateway on a free loopback port with real Postgres and Redis;
  * closed after the file. Without `env.DATABASE_URL` it gets a database and a
  * Redis prefix of its own (test/helpers/isolation.ts); nodes of one test share them
- * by passing the same env.
+ * by passing the same env. `redis` overrides options of the node's Redis connections (every one
+ * of them is a duplicate of deps.redis, which takes them before the gateway starts).
  */
-export async function startTestGateway(opts: { env?: Record<string, string>; clock?: Clock; options?: GatewayOptions } = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  opts: { env?: Record<string, string>; clock?: Clock; options?: GatewayOptions; redis?: Pick<RedisOptions, 'retryStrategy'> } = {},
+): Promise<TestGateway> {
   const env = opts.env?.DATABASE_URL ? opts.env : { ...(await isolatedEnv()), ...opts.env };
   const deps = makeDeps({ env, clock: opts.clock });
+  if (opts.redis) {
+    if (isCluster(deps.redis)) throw new Error('startTestGateway: redis options apply to a single Redis only');
+    // ioredis reads its options at each reconnection, and duplicate() copies them
+    Object.assign(deps.redis.options, opts.redis);
+  }
   // tests drive maintenance themselves (maintain())
   const gw = await startGateway(deps, 0, { ...opts.options, timers: false });
   afterAll(async () => {

@@ -22,6 +22,8 @@ process.on('exit', () => {
 export interface GatewayProcess {
   pid: number;
   port: number;
+  /** its node id (presence's lease and connections), from its first log line */
+  nodeId: string;
   logs: string[];
   proc: ChildProcess;
   wsUrl(token: string): string;
@@ -46,6 +48,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   const logs: string[] = [];
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
+  let nodeId = '';
   const port = await new Promise<number>((resolve, reject) => {
     // 20 s and more seen at load average 40 for the build's start alone
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('\n')}`)), 60_000);
@@ -53,7 +56,8 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
     const onLine = (line: string) => {
       logs.push(line);
       try {
-        const j = JSON.parse(line) as { msg?: string; port?: number };
+        const j = JSON.parse(line) as { msg?: string; port?: number; node?: string };
+        if (j.node) nodeId ||= j.node;
         if (j.msg === 'gateway listening' && j.port) {
           clearTimeout(timer);
           resolve(j.port);
@@ -79,6 +83,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   return {
     pid: proc.pid!,
     port,
+    nodeId,
     logs,
     proc,
     wsUrl: (token) => `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(token)}`,
