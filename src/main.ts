@@ -3,14 +3,7 @@ import { migrate } from './db/migrate.js';
 import { createDeps } from './deps.js';
 import { createLogger } from './logger.js';
 import { sealingKeys } from './webhooks/keys.js';
-import { startApi } from './server.js';
-import { startGateway } from '../realtime/index.js';
-import { applyGatewayMemoryMode } from '../realtime/memory.js';
-import { startDispatcher } from './webhooks/index.js';
 import { createRegistry, readinessGauge, serveMetrics } from './metrics/registry.js';
-import { apiMetrics } from './metrics/api.js';
-import { dispatcherMetrics } from './metrics/dispatcher.js';
-import { gatewayMetrics } from './metrics/gateway.js';
 
 /**
  * `npm start`: applies migrations, then runs the roles named in ROLES
@@ -51,19 +44,28 @@ deps.redis.on('error', (err) => log.warn({ component: 'redis', err: err.message 
 const registry = config.METRICS_PORT !== undefined ? createRegistry() : undefined;
 if (registry) readinessGauge(registry, deps);
 
+// Each role's modules load only when it runs: a gateway process starts without the API's routes
+// and their libraries, and the other way round.
 const stops: (() => Promise<void>)[] = [];
 if (config.ROLES.includes('api')) {
+  const [{ startApi }, { apiMetrics }] = await Promise.all([import('./server.js'), import('./metrics/api.js')]);
   const api = await startApi(deps, config.API_PORT, { metrics: registry && apiMetrics(registry) });
   stops.push(api.close);
   log.info({ component: 'api', port: api.port }, 'partner API listening');
 }
 if (config.ROLES.includes('gateway')) {
+  const [{ startGateway }, { applyGatewayMemoryMode }, { gatewayMetrics }] = await Promise.all([
+    import('../realtime/index.js'),
+    import('../realtime/memory.js'),
+    import('./metrics/gateway.js'),
+  ]);
   const gw = await startGateway(deps, config.GATEWAY_PORT, { metrics: registry && gatewayMetrics(registry) });
   const memory = applyGatewayMemoryMode(config, gw.gateway, log.child({ component: 'gateway' }));
   stops.push(gw.close);
   log.info({ component: 'gateway', port: gw.port, ...memory }, 'gateway listening');
 }
 if (config.ROLES.includes('dispatcher')) {
+  const [{ startDispatcher }, { dispatcherMetrics }] = await Promise.all([import('./webhooks/index.js'), import('./metrics/dispatcher.js')]);
   const d = await startDispatcher(deps, { metrics: registry && dispatcherMetrics(registry, deps) });
   stops.push(d.close);
   log.info({ component: 'dispatcher' }, 'webhook dispatcher running');
