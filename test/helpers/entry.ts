@@ -43,6 +43,14 @@ export function serviceMain(): string {
 
 /** The node arguments that start the service: serviceMain, through tsx when it is the source. */
 export function serviceEntry(): string[] {
-  const file = serviceMain();
-  return file.endsWith('.ts') ? ['--import', 'tsx', file] : [file];
+  return entryOf('src/main.ts');
+}
+
+/**
+ * The node arguments that run another program of the sources (`src/cli/admin.ts`), by serviceMain's
+ * rule: its compiled file in dist/ when the build is current, else the source under tsx.
+ */
+export function entryOf(source: string): string[] {
+  if (serviceMain().endsWith('.js')) return [path.join(ROOT, 'dist', source.replace(/\.ts$/, '.js'))];
+  return ['--import', 'tsx', path.join(ROOT, source)];
 }

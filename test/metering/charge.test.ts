@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { warmPool } from '../../src/db/index.js';
 import { topUp } from '../../src/domain/ledger.js';
 import { recordMeteredTime, recordMeteredTimeBatch } from '../../src/metering/charge.js';
 import { recordParticipantJoined, recordParticipantsJoined } from '../../src/metering/participants.js';
@@ -175,28 +176,36 @@ describe('concurrency', () => {
     expect(await balanceOf(sql, partner.id)).toBe(60_000 - 12 * 70);
   });
 
+  // One pool for every repeat, its 16 connections opened before the first: a pool of its own per
+  // repeat would spend half a second opening them on a loaded machine, and with them open the charges,
+  // ends and starts below reach Postgres together, the contention the test is for.
+  let racePool: ReturnType<typeof makeDeps> | undefined;
+  afterAll(() => racePool?.close());
+  async function openRacePool() {
+    if (racePool) return racePool;
+    racePool = makeDeps({ env: { DATABASE_POOL_SIZE: '16' } });
+    await warmPool(racePool.sql, 16);
+    return racePool;
+  }
+
   // repeated: the deadlock it found (a start raising people_max against a charge) came about once in 40 under load
   it('charges, ends and starts of the same lessons run together without deadlocks, every second once', { repeats: 20 }, async () => {
     const { partner } = await partnerFactory(sql, { minutes: 1000 });
     const lessons = await Promise.all(Array.from({ length: 10 }, () => lessonFactory(sql, partner)));
     const started = await Promise.all(lessons.map((l) => ensureSessionStarted(sql, { lessonId: l.id, at: T0, people: 2 })));
-    const pool = makeDeps({ env: { DATABASE_POOL_SIZE: '16' } });
-    try {
-      // batches of every session in both orders, each lesson's end, and a batch of starts raising people_max
-      // (which locks lessons, then running sessions) all at once
-      const ids = started.map((s) => s.session.id);
-      const batch = (order: number[], seconds: number) =>
-        recordMeteredTimeBatch(pool.sql, order.map((sessionId) => ({ sessionId, cumulativeSeconds: seconds, at: at(seconds), people: 3 })));
-      await Promise.all([
-        batch(ids, 30),
-        batch([...ids].reverse(), 40),
-        ...ids.map((sessionId) => endSession(pool.sql, { sessionId, endedAt: at(60), at: at(60) })),
-        ensureSessionsStarted(pool.sql, lessons.map((l) => ({ lessonId: l.id, at: at(50), people: 4 }))),
-        batch(ids, 50),
-      ]);
-    } finally {
-      await pool.close();
-    }
+    const pool = await openRacePool();
+    // batches of every session in both orders, each lesson's end, and a batch of starts raising people_max
+    // (which locks lessons, then running sessions) all at once
+    const ids = started.map((s) => s.session.id);
+    const batch = (order: number[], seconds: number) =>
+      recordMeteredTimeBatch(pool.sql, order.map((sessionId) => ({ sessionId, cumulativeSeconds: seconds, at: at(seconds), people: 3 })));
+    await Promise.all([
+      batch(ids, 30),
+      batch([...ids].reverse(), 40),
+      ...ids.map((sessionId) => endSession(pool.sql, { sessionId, endedAt: at(60), at: at(60) })),
+      ensureSessionsStarted(pool.sql, lessons.map((l) => ({ lessonId: l.id, at: at(50), people: 4 }))),
+      batch(ids, 50),
+    ]);
     // whatever the order, each session holds the highest total that reached it before its end, charged once
     const rows = await sql<{ lesson_id: string; seconds: number; charged_seconds: number }[]>`
       SELECT lesson_id, seconds, charged_seconds FROM sessions WHERE lesson_id = ANY(${lessons.map((l) => l.id)}::text[])`;

@@ -101,10 +101,12 @@ describe('metrics', () => {
 
     const e1 = await stack.record(p.partner.id);
     await rx.waitFor(1, 10_000);
-    await new Promise((r) => setTimeout(r, 300));
-    const during = await scrape(metricsUrl);
+    // scraped while the receiver holds its answer: the due age grows past 0.2 s as the attempt waits
+    const during = await eventually(async () => {
+      const s = await scrape(metricsUrl);
+      return value(s.samples, 'lessons_webhook_outbox_oldest_due_age_seconds') > 0.2 && s;
+    }, 'an oldest due age past 0.2 s');
     expect(value(during.samples, 'lessons_webhook_outbox_depth', { when: 'due' })).toBe(1);
-    expect(value(during.samples, 'lessons_webhook_outbox_oldest_due_age_seconds')).toBeGreaterThan(0.2);
     await eventually(async () => (await deliveryOf(stack.sql, Number(e1.id))).state === 'delivered');
 
     const e2 = await stack.record(p.partner.id);
@@ -136,7 +138,9 @@ describe('metrics', () => {
   }, 180_000);
 
   it('gateway: every family is served on METRICS_PORT, process metrics move; a real join and a message move the gateway families', async () => {
-    const { port, metricsUrl } = await role({ ROLES: 'gateway' }, 'gateway');
+    // the meter flushes every second (5 s by default) once a lesson is served here, so the wait for the
+    // first flush below is short; before the join nothing is served and nothing flushes
+    const { port, metricsUrl } = await role({ ROLES: 'gateway', GATEWAY_METER_FLUSH_SECONDS: '1' }, 'gateway');
     const first = await scrape(metricsUrl);
     const fams = families(first.text);
     for (const f of [
@@ -161,9 +165,11 @@ describe('metrics', () => {
     expect(value(first.samples, 'lessons_gateway_connection_cap')).toBeGreaterThan(0);
     expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).not.toBe(200);
     for (let i = 0; i < 50; i++) await (await fetch(`http://127.0.0.1:${port}/embed/not-a-token-${i}`)).text();
-    await new Promise((r) => setTimeout(r, 200));
-    const second = await scrape(metricsUrl);
-    expect(value(second.samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(value(first.samples, 'process_cpu_user_seconds_total'));
+    // as soon as a scrape counts the CPU those requests took
+    const second = await eventually(async () => {
+      const s = await scrape(metricsUrl);
+      return value(s.samples, 'process_cpu_user_seconds_total') > value(first.samples, 'process_cpu_user_seconds_total') && s;
+    }, 'the CPU counter to move');
     // the flush-lag gauge counts from start until the meter reports its first flush
     expect(value(second.samples, 'lessons_gateway_meter_flush_lag_seconds')).toBeGreaterThan(value(first.samples, 'lessons_gateway_meter_flush_lag_seconds'));
 

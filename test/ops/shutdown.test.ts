@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { partnerFactory } from '../helpers/factories.js';
-import { heldPost } from './helpers.js';
+import { heldPost, scrape, value } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { spawnService } from '../helpers/process.js';
 import { answer, startReceiver } from '../webhooks/helpers/receiver.js';
@@ -21,9 +21,16 @@ const exitOf = (child: import('node:child_process').ChildProcess) =>
   );
 
 async function apiProcess(env: Record<string, string> = {}) {
-  const port = await freePort();
-  const child = await spawnService({ ...stack.env, ROLES: 'api', API_PORT: String(port), LOG_LEVEL: 'info', ...env }, `http://127.0.0.1:${port}/readyz`, 100_000);
-  return { ...child, port };
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  const child = await spawnService(
+    { ...stack.env, ROLES: 'api', API_PORT: String(port), METRICS_PORT: String(metricsPort), LOG_LEVEL: 'info', ...env },
+    `http://127.0.0.1:${port}/readyz`,
+    100_000,
+  );
+  /** Resolves once the API counts a request in flight (its headers read): a held request is then being served. */
+  const inFlight = () =>
+    eventually(async () => value((await scrape(`http://127.0.0.1:${metricsPort}/metrics`)).samples, 'lessons_api_requests_in_flight') === 1, 'the held request in flight');
+  return { ...child, port, inFlight };
 }
 
 describe('graceful exit', () => {
@@ -33,7 +40,7 @@ describe('graceful exit', () => {
     const held = heldPost(api.port, `${API}/lessons`, p.apiKey, JSON.stringify({ title: 'in flight at SIGTERM' }));
     // a keep-alive connection that is idle at SIGTERM is closed, not kept waiting
     await eventually(async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
-    await new Promise((r) => setTimeout(r, 300)); // the held request is being read
+    await api.inFlight(); // the held request is being read
     const exited = exitOf(api.child);
     api.child.kill('SIGTERM');
     await eventually(async () => api.output().includes('finishing requests in flight'), 'the API to start finishing', 10_000);
@@ -55,7 +62,7 @@ describe('graceful exit', () => {
     const api = await apiProcess({ SHUTDOWN_TIMEOUT_SECONDS: '1' });
     const p = await partnerFactory(stack.sql);
     const held = heldPost(api.port, `${API}/lessons`, p.apiKey, JSON.stringify({ title: 'in flight at SIGTERM' }));
-    await new Promise((r) => setTimeout(r, 300));
+    await api.inFlight();
     const signalled = Date.now();
     const exited = exitOf(api.child);
     api.child.kill('SIGTERM');
