@@ -48,7 +48,8 @@ async function withCluster(
     await world.setup();
     const measured = await fn(cluster, world, admin, notes);
     for (const l of measured) for (const p of l.people) if (p.connected) p.leave();
-    await sleep(3_000); // two metering flushes after the last leave
+    // two metering flushes after the last leave; a scenario without lessons has nothing to bill
+    if (measured.length > 0) await sleep(3_000);
     let truth = 0;
     let truthHi = 0;
     let billed = 0;
@@ -268,11 +269,13 @@ export function redisDown(downMs: number, lessons = 4, holdMs = 5_000, afterMs =
  * The whole Postgres server stopped at once, as in a crash (`pg_ctl stop -m immediate`: no shutdown
  * checkpoint, recovery at the next start), and started again `downMs` later, on a server of the
  * scenario's own, while people are in lessons; then lessons are made and joined on the restarted
- * server (their links announced on the LISTEN connections that had to come back).
+ * server (their links announced on the LISTEN connections that had to come back). `server`: one
+ * already running (initdb takes seconds, which a caller may spend beside other work), left to the
+ * caller to destroy; by default the scenario makes its own.
  */
-export async function pgRestart(downMs = 5_000, lessons = 4, holdMs = 3_000, afterMs = 5_000): Promise<Result> {
-  const pg = new PostgresServer(await freePort());
-  await pg.init();
+export async function pgRestart(downMs = 5_000, lessons = 4, holdMs = 3_000, afterMs = 5_000, server?: PostgresServer): Promise<Result> {
+  const pg = server ?? new PostgresServer(await freePort());
+  if (!server) await pg.init();
   try {
     return await withCluster(
       'Postgres restarted',
@@ -325,7 +328,7 @@ export async function pgRestart(downMs = 5_000, lessons = 4, holdMs = 3_000, aft
       { baseDb: pg.url },
     );
   } finally {
-    await pg.destroy();
+    if (!server) await pg.destroy();
   }
 }
 
