@@ -78,20 +78,34 @@ export class Participant {
       url = via.toString();
     }
     this.requestedAt = Date.now();
-    this.ws = new WebSocket(url, { perMessageDeflate: false });
-    this.ws.on('error', () => {});
-    this.ws.on('close', () => this.leftAt ??= Date.now());
+    // an attempt that failed is over: its socket is gone, and nothing it hears counts any more
+    this.leftAt = null;
+    const ws = (this.ws = new WebSocket(url, { perMessageDeflate: false }));
+    ws.on('error', () => {});
+    ws.on('close', () => {
+      if (ws === this.ws) this.leftAt ??= Date.now();
+    });
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('no welcome within 15 s')), 15_000);
-      this.ws.on('message', (data) => {
+      let welcomed = false;
+      const fail = (err: Error) => {
+        if (welcomed) return;
+        clearTimeout(t);
+        ws.removeAllListeners('message');
+        ws.removeAllListeners('close');
+        ws.terminate();
+        reject(err);
+      };
+      const t = setTimeout(() => fail(new Error('no welcome within 15 s')), 15_000);
+      ws.on('message', (data) => {
         const m = JSON.parse(data.toString()) as { type: string };
         if (m.type === 'welcome' && this.welcomeAt === null) {
           this.welcomeAt = Date.now();
+          welcomed = true;
           clearTimeout(t);
           resolve();
         }
       });
-      this.ws.once('close', () => reject(new Error('closed before welcome')));
+      ws.once('close', () => fail(new Error('closed before welcome')));
     });
   }
 
