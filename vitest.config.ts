@@ -33,10 +33,11 @@ export const ALONE = ['test/board/renderBomb.test.ts', 'test/realtime/limitsAtta
 
 /**
  * Two test files at a time, whatever the core count (vitest's default is one fewer than the cores:
- * a single file at a time on the 2-core machines we run on). The files mostly wait on real
- * processes, sockets and timers, not on the CPU: the suite keeps under one core busy with two at a
- * time and takes about 300 s instead of 540 s here. Each file has its own database and Redis key
- * prefix or server. Projects of one `groupOrder` run together; `alone` comes after them.
+ * a single file at a time on the 2-core machines we run on). Most files wait on real processes,
+ * sockets and timers rather than the CPU, so a second file nearly halves the suite's time; with
+ * Chromium in both, two files already keep both cores busy (docs/benchmarks.md, "Test suite").
+ * Each file has its own database and Redis key prefix or server. Projects of one `groupOrder` run
+ * together; `alone` comes after them.
  */
 const together = { maxWorkers: 2, sequence: { groupOrder: 0 } } as const;
 
