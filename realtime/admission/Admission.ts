@@ -139,10 +139,11 @@ export class Admission {
     }
   }
 
-  /** Whether a token's link is in the cache (tests). */
-  cached(token: string): boolean {
+  /** Whether a token's link is in the cache; `heard`: put there by its issue notice, so it stays without a TTL (tests). */
+  cached(token: string, opts: { heard?: boolean } = {}): boolean {
     const hash = linkTokenHash(token);
-    return hash !== undefined && this.cache.has(hash.toString('base64'));
+    const entry = hash && this.cache.get(hash.toString('base64'));
+    return !!entry && (!opts.heard || entry.pushed);
   }
 
   private remember(key: string, link: ResolvedLink, at: number, pushed: boolean) {

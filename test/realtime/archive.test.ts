@@ -1,3 +1,4 @@
+import { eventually } from '../helpers/wait.js';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApi } from '../helpers/api.js';
@@ -97,6 +98,8 @@ async function deletedUnheard(names: string[]) {
   const clients: TestClient[] = [];
   for (const name of names) {
     tokens.push(await f.link(name, { at: clock.now() }));
+    // the node heard the link's issue (a cached link it looked up itself would expire within the 30 s below)
+    await eventually(async () => gw.gateway.admission.cached(tokens.at(-1)!, { heard: true }), 'the link heard by the node');
     clients.push(await join(gw.wsUrl(tokens.at(-1)!)));
   }
   await gw.settle();

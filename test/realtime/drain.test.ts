@@ -137,9 +137,11 @@ describe('drain', () => {
     expect((await fetch(gw.httpUrl('/readyz'))).status).toBe(503);
     await Promise.all(clients.map((c) => c.closed));
     expect(clients.map((c) => c.closeCode)).toEqual(clients.map(() => 1012));
-    // 12 sockets: spread over 11 paces (110 ms), not one burst; well within the budget (1 s)
+    // 12 sockets: spread over 11 paces (110 ms), not one burst; well within the budget (1 s). The
+    // closes are timed from the drain's start, so a starved event loop (a loaded 2-core machine, seen:
+    // 31-37 ms) fires some of them together; a burst would arrive within a few ms
     const spread = Math.max(...closedAt) - Math.min(...closedAt);
-    expect(spread).toBeGreaterThanOrEqual(8 * DRAIN_PACE_MS);
+    expect(spread).toBeGreaterThanOrEqual(2 * DRAIN_PACE_MS);
     expect(spread).toBeLessThan(1000);
     await closing;
     const closes = (await registry.getMetricsAsJSON()).find((m) => m.name === 'lessons_gateway_closes_total')!.values;
