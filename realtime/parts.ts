@@ -9,9 +9,10 @@ import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
 import type { Bus } from './bus/Bus.js';
 import { LessonBus } from './bus/LessonBus.js';
 import type { GatewayFeature } from './features/api.js';
-import { JoinAnnouncer, type JoinRetries } from './metering/JoinAnnouncer.js';
+import { JoinAnnouncer } from './metering/JoinAnnouncer.js';
+import type { RetrySchedule } from './metering/KeptForLater.js';
 import { Meter, type MeterRetries } from './metering/Meter.js';
-import { PresenceLog, type PresenceLogRetries } from './metering/PresenceLog.js';
+import { PresenceLog } from './metering/PresenceLog.js';
 import type { Presence } from './presence/Presence.js';
 import { gatewayTiming } from './timing.js';
 
@@ -22,7 +23,7 @@ export interface GatewayOptions {
   /** the gateway's Prometheus families (src/metrics/gateway.ts); omitted (METRICS_PORT off): nothing is recorded */
   metrics?: GatewayMetrics;
   /** the waits between Postgres attempts (tests of an outage shorten them); omitted: the production ones */
-  retries?: { meter?: MeterRetries; joins?: JoinRetries; presenceLog?: PresenceLogRetries };
+  retries?: { meter?: MeterRetries; joins?: RetrySchedule; presenceLog?: RetrySchedule };
 }
 
 /**

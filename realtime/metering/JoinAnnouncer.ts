@@ -4,7 +4,7 @@ import { recordParticipantsJoined, type ParticipantJoin } from '../../src/meteri
 import { Batcher } from '../../src/lib/Batcher.js';
 import { withRetry } from '../../src/lib/retry.js';
 import { withTimeout } from '../../src/lib/timeout.js';
-import { KeptForLater } from './KeptForLater.js';
+import { KeptForLater, type RetrySchedule } from './KeptForLater.js';
 
 /** Arrivals are collected this long (or up to BATCH_MAX) before one transaction records them. */
 const BATCH_MS = 20;
@@ -13,11 +13,6 @@ const BATCH_MAX = 200;
 const RETRY_WAITS = [200, 1000, 5000];
 /** A batch whose attempts all failed (Postgres away longer than RETRY_WAITS) is kept and tried again this often (ms). */
 export const AGAIN_MS = 5000;
-/** The waits (ms) between a batch's attempts and before a kept batch's next try: RETRY_WAITS and AGAIN_MS unless a test shortens them. */
-export interface JoinRetries {
-  waits: readonly number[];
-  againMs: number;
-}
 /**
  * Arrivals kept for a later try, at most. While Postgres is away only links
  * this node already knows can join (an unknown token is refused with 503), so
@@ -52,7 +47,7 @@ export class JoinAnnouncer {
     private readonly log: Logger,
     /** Redis's filter forgets the claim of an arrival (Presence.forgetJoined) */
     private readonly forget: (join: ParticipantJoin) => Promise<void>,
-    private readonly retries: JoinRetries = { waits: RETRY_WAITS, againMs: AGAIN_MS },
+    private readonly retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS },
   ) {
     this.kept = new KeptForLater(log, {
       what: 'participant.joined',

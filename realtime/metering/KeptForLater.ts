@@ -1,5 +1,11 @@
 import type { Logger } from '../../src/logger.js';
 
+/** The waits (ms) between a batch's attempts, and before a kept batch's next try (`everyMs`); tests of an outage shorten them. */
+export interface RetrySchedule {
+  waits: readonly number[];
+  againMs: number;
+}
+
 /**
  * Items whose Postgres write failed on every attempt (Postgres away longer
  * than the retries), kept and handed back to `again` every `everyMs` until

@@ -3,18 +3,13 @@ import type { Logger } from '../../src/logger.js';
 import { recordPresenceMarks, type PresenceMark } from '../../src/domain/attendance.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 import { withRetry } from '../../src/lib/retry.js';
-import { KeptForLater } from './KeptForLater.js';
+import { KeptForLater, type RetrySchedule } from './KeptForLater.js';
 
 const BATCH_MS = 20;
 const BATCH_MAX = 500;
 const RETRY_WAITS = [200, 1000, 5000];
 /** A batch whose attempts all failed (Postgres away) is kept and tried again this often (ms). */
 const AGAIN_MS = 5000;
-/** The waits (ms) between a batch's attempts and before a kept batch's next try: RETRY_WAITS and AGAIN_MS unless a test shortens them. */
-export interface PresenceLogRetries {
-  waits: readonly number[];
-  againMs: number;
-}
 /** Marks kept for a later try, at most; beyond it the oldest are dropped, logged. */
 const WAITING_MAX = 50_000;
 
@@ -28,7 +23,7 @@ export class PresenceLog {
   private readonly batcher: Batcher<PresenceMark>;
   private readonly kept: KeptForLater<PresenceMark>;
 
-  constructor(sql: Sql, log: Logger, retries: PresenceLogRetries = { waits: RETRY_WAITS, againMs: AGAIN_MS }) {
+  constructor(sql: Sql, log: Logger, retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS }) {
     this.kept = new KeptForLater(log, { what: 'presence marks', max: WAITING_MAX, everyMs: retries.againMs, again: (m) => this.add(m) });
     this.batcher = new Batcher<PresenceMark, void>(
       async (batch) => {
