@@ -53,6 +53,23 @@ const EXCALIDRAW_FIXES: { what: string; find: RegExp; replace: string; found: nu
     replace: 'clear(){this.undoStack.length=0,this.redoStack.length=0,this.onHistoryChangedEmitter.trigger({isUndoStackEmpty:!0,isRedoStackEmpty:!0})}',
     found: 0,
   },
+  {
+    // Excalidraw's laser trails run an animation frame loop for the collaborators' lasers from the
+    // editor's mount to its unmount, whether anyone points a laser or not: every idle board page
+    // asked for 60 frames a second (an idle page's CPU fell about ninefold without it, on a laptop
+    // and a phone alike). The loop now stops while no collaborator holds the laser ...
+    what: "the collaborators' laser loop",
+    find: /onFrame\(\)\{this\.updateCollabTrails\(\)\}/g,
+    replace: 'onFrame(){this.updateCollabTrails();for(let c of this.app.state.collaborators.values())if(c.pointer?.tool==="laser")return!1;return!0}',
+    found: 0,
+  },
+  {
+    // ... and starts again whenever the page hands the editor its collaborators (updateScene).
+    what: 'the collaborators update',
+    find: /\.collaborators&&this\.setState\(\{collaborators:(\w+)\.collaborators\}\)/g,
+    replace: '.collaborators&&(this.setState({collaborators:$1.collaborators}),this.animationFrameHandler.start(this.laserTrails))',
+    found: 0,
+  },
 ];
 const excalidrawFixes: Plugin = {
   name: 'excalidraw-fixes',
@@ -60,9 +77,9 @@ const excalidrawFixes: Plugin = {
     b.onLoad({ filter: /[\\/]@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/].*\.js$/ }, async (args) => {
       let code = await readFile(args.path, 'utf8');
       for (const fix of EXCALIDRAW_FIXES)
-        code = code.replace(fix.find, () => {
+        code = code.replace(fix.find, (...match: string[]) => {
           fix.found++;
-          return fix.replace;
+          return fix.replace.replace(/\$(\d)/g, (_, i: string) => match[Number(i)]);
         });
       return { contents: code, loader: 'js' };
     });

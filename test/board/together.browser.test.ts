@@ -136,7 +136,7 @@ describe('pointers of the others', () => {
     await boris.context().close();
   }, 180_000);
 
-  it('draws the others\' pointers again only when one moves, not in every animation frame while they are still', async () => {
+  it('draws the others\' pointers again only when one moves, and asks for no animation frame while they are still', async () => {
     const { teacher, boris } = await threePeople();
     await boris.mouse.move(5, 5);
     // how often Boris's page draws the editor's pointer layer (its interactive canvas) and hands pointers to it, over 30 of its frames
@@ -171,6 +171,17 @@ describe('pointers of the others', () => {
     expect(during.handed).toBe(true);
     // she stops, her pointer still shown: nothing is drawn or handed to the editor again
     await expect.poll(async () => { const w = await drawsOver30Frames(); return w.shown && w.draws === 0 && !w.handed; }, { timeout: 4000 }).toBe(true);
+    // and the page asks for no animation frame at all: an idle board costs a phone's battery nothing
+    const framesAskedIn1s = () =>
+      boris.evaluate(async () => {
+        const raf = window.requestAnimationFrame;
+        let asked = 0;
+        window.requestAnimationFrame = (cb) => (asked++, raf(cb));
+        await new Promise((r) => setTimeout(r, 1000));
+        window.requestAnimationFrame = raf;
+        return asked;
+      });
+    expect(await framesAskedIn1s()).toBe(0);
     await teacher.context().close();
     await boris.context().close();
   }, 120_000);
