@@ -75,7 +75,7 @@ describe('removals: checked at every upgrade, read from Postgres once per node (
     await later.stop();
   });
 
-  it('forgets what it knew when its LISTEN connection comes back: a removal missed meanwhile is still refused', async () => {
+  it('reads the removals again when its LISTEN connection comes back: a removal missed meanwhile is refused', async () => {
     const { f, links, personOf } = await people(2);
     expect(await nodeB.isRemoved(links[0])).toBe(false);
     const reads = nodeB.readsMade;

@@ -1,7 +1,7 @@
 import { LINK_REVOKED_CHANNEL } from '../../../src/db/channels.js';
-import { listenSurely } from '../../../src/db/listen.js';
+import { ListenedSet, type Listened } from '../../../src/db/listenedSet.js';
 import type { Deps } from '../../../src/deps.js';
-import { parseRevokedLinkNotice } from '../../../src/domain/links.js';
+import { LINK_TTL_MINUTES_MAX, parseRevokedLinkNotice } from '../../../src/domain/links.js';
 import type { Refusal } from '../../admission/Admission.js';
 import type { GatewayApi, GatewayFeature } from '../api.js';
 
@@ -26,28 +26,25 @@ const REVOKED_MAX = 100_000;
 export function linksFeature(deps: Deps): GatewayFeature {
   const log = deps.log.child({ component: 'links' });
   let gw: GatewayApi | undefined;
-  let unlisten: (() => Promise<void>) | undefined;
-  /** link id -> its expiry (ms) */
-  const revoked = new Map<string, number>();
+  const revoked = new ListenedSet<RevokedLink>(deps, {
+    channel: LINK_REVOKED_CHANNEL,
+    parse(payload, now) {
+      const n = parseRevokedLinkNotice(payload);
+      // the expiry is not in the notice: kept until the longest a link lives from now
+      return n && { key: n.link_id, lessonId: n.lesson_id, until: now + LINK_TTL_MINUTES_MAX * 60_000 };
+    },
+    async read(now) {
+      const rows = await deps.readSql<{ id: string; lesson_id: string; expires_at: Date }[]>`
+        SELECT id, lesson_id, expires_at FROM links WHERE revoked_at IS NOT NULL AND expires_at > ${now}`;
+      return rows.map((r) => ({ key: r.id, lessonId: r.lesson_id, until: r.expires_at.getTime() }));
+    },
+    max: REVOKED_MAX,
+  });
 
-  const closeSockets = (lessonId: string, linkId: string): void => {
+  /** A revocation heard (notice, or read again after a reconnect): the link's sockets here close. */
+  const closeSockets = ({ key: linkId, lessonId }: RevokedLink): void => {
     for (const conn of gw?.localConnections(lessonId) ?? []) if (conn.link.link_id === linkId) conn.close('forbidden');
     // sockets admitted but not present yet are closed by beforePresence
-  };
-  const remember = (linkId: string, expiresAt: number): void => {
-    revoked.set(linkId, expiresAt);
-    if (revoked.size <= REVOKED_MAX) return;
-    const now = deps.clock.now().getTime();
-    for (const [id, exp] of revoked) if (exp <= now) revoked.delete(id);
-    while (revoked.size > REVOKED_MAX) revoked.delete(revoked.keys().next().value!);
-  };
-  const readAgain = async (): Promise<void> => {
-    const rows = await deps.readSql<{ id: string; lesson_id: string; expires_at: Date }[]>`
-      SELECT id, lesson_id, expires_at FROM links WHERE revoked_at IS NOT NULL AND expires_at > ${deps.clock.now()}`;
-    for (const r of rows) {
-      remember(r.id, r.expires_at.getTime());
-      closeSockets(r.lesson_id, r.id);
-    }
   };
 
   return {
@@ -56,29 +53,13 @@ export function linksFeature(deps: Deps): GatewayFeature {
       gw = gateway;
     },
     async start() {
-      const handle = await listenSurely(
-        deps.sql,
-        LINK_REVOKED_CHANNEL,
-        (payload) => {
-          const n = parseRevokedLinkNotice(payload);
-          if (!n) return;
-          // the expiry is not in the notice: kept until the set is pruned (a link lives 12 h at most)
-          remember(n.link_id, deps.clock.now().getTime() + 12 * 3600_000);
-          closeSockets(n.lesson_id, n.link_id);
-        },
-        () => {
-          readAgain().catch((err) => log.warn({ err: (err as Error).message }, 'revoked links not read again; they close on the next reconnect'));
-        },
-        deps.log,
-      );
-      unlisten = handle.unlisten;
+      await revoked.start(closeSockets);
       // a failed first read costs nothing of the rule: every upgrade and page load reads the link's
       // revocation from Postgres (admit); this set only closes sockets and spares reads
-      await readAgain().catch((err) => log.warn({ err: (err as Error).message }, 'revoked links not read at start; read again on the next reconnect'));
+      await revoked.known().catch((err) => log.warn({ err: (err as Error).message }, 'revoked links not read at start; read again on the next reconnect'));
     },
     async close() {
-      await unlisten?.();
-      revoked.clear();
+      await revoked.stop();
     },
     admit(link) {
       return link.revoked || revoked.has(link.link_id) ? revokedRefusal : undefined;
@@ -87,4 +68,9 @@ export function linksFeature(deps: Deps): GatewayFeature {
       if (revoked.has(conn.link.link_id)) conn.close('forbidden');
     },
   };
+}
+
+/** A revoked link, by id, kept until it expires. */
+interface RevokedLink extends Listened {
+  lessonId: string;
 }

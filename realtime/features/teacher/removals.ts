@@ -1,6 +1,6 @@
 import { PARTICIPANT_REMOVED_CHANNEL } from '../../../src/db/channels.js';
 import type { Sql } from '../../../src/db/index.js';
-import { listenSurely } from '../../../src/db/listen.js';
+import { ListenedSet, type Listened } from '../../../src/db/listenedSet.js';
 import { recordRemoval } from '../../../src/domain/removals.js';
 import type { Deps } from '../../../src/deps.js';
 import { LINK_TTL_MINUTES_MAX, type ResolvedLink } from '../../../src/domain/links.js';
@@ -23,7 +23,7 @@ const RELEVANT_MARGIN_MS = 5 * 60_000;
  * whenever its LISTEN connection (re)connects (a removal may have been missed
  * meanwhile), and keeps them current by the `participant_removed`
  * notification every removal sends in its own statement, and by the
- * remover's node directly. So a lesson's first arrival on a node waits for no
+ * remover's node directly (a ListenedSet, src/db/listenedSet.ts). So a lesson's first arrival on a node waits for no
  * read (before, each lesson's first check read its rows). A person not in the
  * set is not removed: no read. A person in it (rare: a removed person coming
  * back) gets the exact check (their link issued at or before the removal?).
@@ -38,16 +38,8 @@ const RELEVANT_MARGIN_MS = 5 * 60_000;
  * person's sockets here whose links it covers.
  */
 export class Removals {
-  /** lesson -> removed person (public id) -> when this node learnt of the removal, or its time if read (ms) */
-  private removed = new Map<string, Map<string, number>>();
-  /** the set being read after a (re)connect: what is heard meanwhile goes into both */
-  private reading: Map<string, Map<string, number>> | undefined;
-  /** settles once the set read at the last (re)connect is in place; undefined before start or after a failed read */
-  private loaded: Promise<void> | undefined;
-  /** entries kept after the last pruning (the set is pruned of removals past RELEVANT_MS as it grows) */
-  private sizeAtPrune = 0;
-  private size = 0;
-  private unlisten: (() => Promise<void>) | undefined;
+  /** who has a removal that can still refuse a link, by lesson and person */
+  private readonly removed: ListenedSet<Removal>;
   /** statements run by checks and set reads (a figure for tests and benchmarks) */
   readsMade = 0;
 
@@ -56,10 +48,24 @@ export class Removals {
   private readonly reads: Sql;
   private readonly clock: Deps['clock'];
 
-  constructor(deps: Pick<Deps, 'sql' | 'readSql' | 'clock'>) {
+  constructor(deps: Pick<Deps, 'sql' | 'readSql' | 'clock' | 'log'>) {
     this.sql = deps.sql;
     this.reads = deps.readSql;
     this.clock = deps.clock;
+    this.removed = new ListenedSet(deps, {
+      channel: PARTICIPANT_REMOVED_CHANNEL,
+      parse: (payload, now) => {
+        const n = JSON.parse(payload) as { lesson_id?: unknown; person_id?: unknown };
+        return typeof n.lesson_id === 'string' && typeof n.person_id === 'string' ? removal(n.lesson_id, n.person_id, now) : undefined;
+      },
+      read: async (now) => {
+        this.readsMade++;
+        const since = new Date(now.getTime() - RELEVANT_MS - RELEVANT_MARGIN_MS);
+        const rows = await this.reads<{ lesson_id: string; person_id: string; removed_at: Date }[]>`
+          SELECT lesson_id, person_id, removed_at FROM lesson_removals WHERE removed_at > ${since}`;
+        return rows.map((r) => removal(r.lesson_id, r.person_id, r.removed_at.getTime()));
+      },
+    });
   }
 
   /**
@@ -68,49 +74,19 @@ export class Removals {
    * read again after a reconnect (one may have been missed while the connection was down).
    */
   async start(onHeard?: (lessonId: string, personId: string) => void): Promise<void> {
-    const req = await listenSurely(
-      this.sql,
-      PARTICIPANT_REMOVED_CHANNEL,
-      (payload) => {
-        try {
-          const n = JSON.parse(payload) as { lesson_id?: unknown; person_id?: unknown };
-          if (typeof n.lesson_id === 'string' && typeof n.person_id === 'string') {
-            this.heard(n.lesson_id, n.person_id);
-            onHeard?.(n.lesson_id, n.person_id);
-          }
-        } catch {
-          // not ours to crash on: a malformed notice is a missed one, and the exact check stays right for the rumoured
-        }
-      },
-      () => {
-        const read = this.read();
-        // a failed read is handled where it is awaited (known()); this branch must not reject unhandled
-        read.then(
-          () => {
-            if (onHeard) for (const [lessonId, people] of this.removed) for (const personId of people.keys()) onHeard(lessonId, personId);
-          },
-          () => undefined,
-        );
-        return read;
-      },
-    );
-    this.unlisten = req.unlisten;
-    // the first check waits for this read (known()); a failed one is tried again by the next check
-    this.loaded ??= this.read();
+    // the first check waits for the first read (known()); a failed one is tried again by the next check
+    await this.removed.start(onHeard && ((r) => onHeard(r.lessonId, r.personId)));
   }
 
   async stop(): Promise<void> {
-    await this.unlisten?.();
-    this.unlisten = undefined;
-    this.removed.clear();
-    this.loaded = undefined;
+    await this.removed.stop();
   }
 
   /** Records the removal (again: a later removal also refuses links issued in between) and announces it to every node. */
   async remove(lessonId: string, personId: string, by: string, at: Date): Promise<void> {
     await recordRemoval(this.sql, lessonId, personId, by, at);
     // this node knows before the sockets close, whatever the notification's timing
-    this.heard(lessonId, personId);
+    this.removed.add(removal(lessonId, personId, this.clock.now().getTime()));
   }
 
   /**
@@ -119,7 +95,11 @@ export class Removals {
    */
   async isRemoved(link: ResolvedLink, rumoured = false): Promise<boolean> {
     const personId = personIdOf(link);
-    if (!rumoured && !(await this.known()).get(link.lesson_id)?.has(personId)) return false;
+    if (!rumoured) {
+      // the set once read (read again if the last read failed: the check fails meanwhile, as a read would)
+      await this.removed.known();
+      if (!this.removed.has(removalKey(link.lesson_id, personId))) return false;
+    }
     this.readsMade++;
     const rows = await this.reads`
       SELECT 1 FROM lesson_removals r JOIN links k ON k.id = ${link.link_id}
@@ -127,68 +107,18 @@ export class Removals {
         AND k.created_at <= r.removed_at`;
     return rows.length > 0;
   }
-
-  /** The set, once read (read again if the last read failed: the check fails meanwhile, as a read would). */
-  private known(): Promise<Map<string, Map<string, number>>> {
-    const loaded = (this.loaded ??= this.read());
-    return loaded.then(() => this.removed);
-  }
-
-  /**
-   * Reads the removals that can still refuse a link into a new set; what is heard while the read
-   * runs goes into both. Runs after LISTEN is in place, so nothing committed after the read's
-   * snapshot goes unheard.
-   */
-  private read(): Promise<void> {
-    const next = new Map<string, Map<string, number>>();
-    this.reading = next;
-    this.readsMade++;
-    const since = new Date(this.clock.now().getTime() - RELEVANT_MS - RELEVANT_MARGIN_MS);
-    const done = this.reads<{ lesson_id: string; person_id: string; removed_at: Date }[]>`
-      SELECT lesson_id, person_id, removed_at FROM lesson_removals WHERE removed_at > ${since}`.then(
-      (rows) => {
-        for (const r of rows) add(next, r.lesson_id, r.person_id, r.removed_at.getTime());
-        if (this.reading !== next) return; // a newer read replaced this one
-        this.reading = undefined;
-        this.removed = next;
-        this.size = this.sizeAtPrune = count(next);
-      },
-      (err) => {
-        if (this.loaded === done) this.loaded = undefined;
-        if (this.reading === next) this.reading = undefined;
-        throw err;
-      },
-    );
-    done.catch(() => undefined);
-    this.loaded = done;
-    return done;
-  }
-
-  private heard(lessonId: string, personId: string): void {
-    const now = this.clock.now().getTime();
-    add(this.removed, lessonId, personId, now);
-    if (this.reading) add(this.reading, lessonId, personId, now);
-    if (++this.size > 2 * this.sizeAtPrune + 1_000) this.prune(now);
-  }
-
-  /** Drops the removals that can no longer refuse a valid link. */
-  private prune(now: number): void {
-    for (const [lesson, people] of this.removed) {
-      for (const [person, at] of people) if (at < now - RELEVANT_MS - RELEVANT_MARGIN_MS) people.delete(person);
-      if (people.size === 0) this.removed.delete(lesson);
-    }
-    this.size = this.sizeAtPrune = count(this.removed);
-  }
 }
 
-function add(set: Map<string, Map<string, number>>, lessonId: string, personId: string, at: number): void {
-  let people = set.get(lessonId);
-  if (!people) set.set(lessonId, (people = new Map()));
-  people.set(personId, Math.max(at, people.get(personId) ?? 0));
+interface Removal extends Listened {
+  lessonId: string;
+  personId: string;
 }
 
-function count(set: Map<string, Map<string, number>>): number {
-  let n = 0;
-  for (const people of set.values()) n += people.size;
-  return n;
+function removalKey(lessonId: string, personId: string): string {
+  return `${lessonId}/${personId}`;
+}
+
+/** A removal made (or learnt of) at `at` (ms): it can refuse a link for RELEVANT_MS after. */
+function removal(lessonId: string, personId: string, at: number): Removal {
+  return { key: removalKey(lessonId, personId), until: at + RELEVANT_MS + RELEVANT_MARGIN_MS, lessonId, personId };
 }
