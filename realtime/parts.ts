@@ -1,8 +1,10 @@
 import { hostname } from 'node:os';
 import type { Deps } from '../src/deps.js';
+import { recordPresenceMarks } from '../src/domain/attendance.js';
 import { randomBase62 } from '../src/lib/crypto.js';
 import type { GatewayMetrics } from '../src/metrics/gateway.js';
 import type { MeterSeed } from '../src/metering/meters.js';
+import { recordParticipantsJoined } from '../src/metering/participants.js';
 import type { Redis } from '../src/redis.js';
 import { Admission } from './admission/Admission.js';
 import { PERSON_RATES, PersonRates } from './admission/PersonRates.js';
@@ -70,8 +72,8 @@ export function gatewayParts(
     bus: opts.bus ?? new LessonBus(opts.redis, deps.config.REDIS_KEY_PREFIX, nodeId, log),
     meter: new Meter(deps, presence, Math.floor(gatewayTiming(deps.config).orphanMs / 3), opts.retries?.meter),
     admission: new Admission(deps),
-    announcer: new JoinAnnouncer(deps.sql, log, (j) => presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()), opts.retries?.joins),
+    announcer: new JoinAnnouncer((batch) => recordParticipantsJoined(deps.sql, batch), log, (j) => presence.forgetJoined(j.lessonId, j.userHash, j.at.getTime()), opts.retries?.joins),
     personRates: new PersonRates(opts.redis, PERSON_RATES),
-    presenceLog: new PresenceLog(deps.sql, log, opts.retries?.presenceLog),
+    presenceLog: new PresenceLog((batch) => recordPresenceMarks(deps.sql, batch), log, opts.retries?.presenceLog),
   };
 }
