@@ -1,12 +1,12 @@
-import type { Deps } from '../../src/deps.js';
 import type { Logger } from '../../src/logger.js';
-import { recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/charge.js';
-import { saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
-import { endSession, ensureSessionsStarted, finishSession, type SessionStartInput, type SessionStartResult } from '../../src/metering/sessions.js';
+import type { MeteredItem } from '../../src/metering/charge.js';
+import type { MeterSnapshot } from '../../src/metering/meters.js';
+import type { SessionStartInput, SessionStartResult } from '../../src/metering/sessions.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../../src/lib/retry.js';
 import { causedByInput, writeSplitting } from '../../src/db/errors.js';
+import type { MeterLedger } from './MeterLedger.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
 import { METERED_PEOPLE } from '../../src/metering/rules.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
@@ -42,7 +42,7 @@ const RETRY_WAITS = [100, 500, 2000, 5000];
 export type MeterRetries = readonly number[];
 
 /**
- * Turns the meter transitions decided in Redis into Postgres writes: session
+ * Turns the meter transitions decided in Redis into ledger writes (Postgres: MeterLedger.ts): session
  * start (lesson.started), charges at every pause and every flush (a
  * watermark: replays and other nodes charge nothing twice), session end
  * (lesson.ended), and the durable snapshot (lesson_meters). Work for one
@@ -52,7 +52,6 @@ export class Meter {
   private readonly queue: KeyedQueue;
   /** session id -> cumulative seconds this node last charged (skips no-op flushes) */
   private readonly charged = new Map<number, number>();
-  private readonly log: Logger;
   /** lesson id -> the seq and time of the last snapshot this node wrote */
   private readonly snapshotted = new Map<string, { seq: number; at: number }>();
   private readonly snapshots: SnapshotWriter;
@@ -68,22 +67,25 @@ export class Meter {
    */
   private readonly unstarted = new Set<string>();
 
+  private readonly log: Logger;
+
   constructor(
-    private readonly deps: Deps,
+    private readonly ledger: MeterLedger,
+    log: Logger,
     private readonly presence: Presence,
     /** how old a snapshot may get before a flush rewrites it unchanged (a third of the orphan limit) */
     private readonly heartbeatMs: number,
     private readonly retryWaits: MeterRetries = RETRY_WAITS,
   ) {
-    this.log = deps.log.child({ component: 'meter' });
-    this.snapshots = new SnapshotWriter(deps.sql);
-    this.starts = new Batcher((inputs) => ensureSessionsStarted(deps.sql, inputs, { skipArchived: true }), {
+    this.log = log.child({ component: 'meter' });
+    this.snapshots = new SnapshotWriter((snaps) => ledger.saveSnapshots(snaps));
+    this.starts = new Batcher((inputs) => ledger.startSessions(inputs), {
       delayMs: START_BATCH_MS,
       max: START_BATCH_MAX,
     });
     this.pauses = new Batcher<MeteredItem, void>(
       async (items) => {
-        await recordMeteredTimeBatch(deps.sql, items);
+        await ledger.charge(items);
         return items.map((): void => undefined);
       },
       { delayMs: PAUSE_BATCH_MS, max: FLUSH_BATCH },
@@ -139,7 +141,7 @@ export class Meter {
   /** Ends a running session Redis does not know (nobody present): its watermark stands. */
   endUnknown(lessonId: string, sessionId: number, endedAt: Date, now: number): Promise<void> {
     return this.queue.run(lessonId, async () => {
-      const { ended } = await endSession(this.deps.sql, { sessionId, endedAt, at: new Date(now) });
+      const { ended } = await this.ledger.endSession({ sessionId, endedAt, at: new Date(now) });
       if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId }, 'orphan session ended');
       this.charged.delete(sessionId);
     });
@@ -179,7 +181,7 @@ export class Meter {
       await writeSplitting(
         items.slice(i, i + FLUSH_BATCH),
         async (batch) => {
-          await withRetry(() => recordMeteredTimeBatch(this.deps.sql, batch), [100, 500]);
+          await withRetry(() => this.ledger.charge(batch), [100, 500]);
           for (const it of batch) this.charged.set(it.sessionId, Math.max(it.cumulativeSeconds, this.charged.get(it.sessionId) ?? 0));
         },
         (batch, err) => {
@@ -199,7 +201,7 @@ export class Meter {
     await writeSplitting(
       snaps,
       async (group) => {
-        await saveMeterSnapshots(this.deps.sql, group);
+        await this.ledger.saveSnapshots(group);
         for (const sn of group) this.snapshotted.set(sn.lessonId, { seq: sn.seq, at: now });
       },
       (group, err) => this.log.error({ err, ...(group.length === 1 ? { lesson_id: group[0].lessonId } : { lessons: group.length }) }, 'meter snapshot failed'),
@@ -286,7 +288,7 @@ export class Meter {
 
   private async finishEndNow(lessonId: string, end: PendingEnd, now: number): Promise<MeterState | null> {
     const { sessionId } = end;
-    const { ended } = await finishSession(this.deps.sql, {
+    const { ended } = await this.ledger.finishSession({
       sessionId,
       cumulativeSeconds: end.seconds,
       chargeAt: new Date(end.chargeAt),
