@@ -1,5 +1,4 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { ResolvedLink } from '../../src/domain/links.js';
 import { randomBase62 } from '../../src/lib/crypto.js';
 import type { GatewayFeature } from '../../realtime/features/api.js';
 import { Gateway } from '../../realtime/Gateway.js';
@@ -7,6 +6,7 @@ import { memoryParts, memoryWorld, type MemoryWorld } from '../../realtime/parts
 import { InMemoryBus } from '../../realtime/bus/InMemoryBus.js';
 import type { Presence } from '../../realtime/presence/Presence.js';
 import { makeDeps, ManualClock } from '../helpers/deps.js';
+import { resolvedLink } from './helpers/fixtures.js';
 import { holdingRegistrationOf, opener, recorderFeature, relaysBetweenTwoNodes } from './helpers/plainSockets.js';
 
 /**
@@ -39,24 +39,11 @@ async function newGateway(nodeId: string, features: GatewayFeature[] = [], prese
   return { gw, events, open: opener(gw) };
 }
 
-/** Links of one new lesson, one per name, as Postgres resolves them. */
+/** Links of one new lesson, one per name, as a lookup resolves them. */
 function links(names: string[]) {
   const lessonId = randomBase62(12);
-  const out: ResolvedLink[] = names.map((name) => ({
-    link_id: randomBase62(12),
-    lesson_id: lessonId,
-    partner_id: 'partner',
-    user_hash: randomBase62(16),
-    name,
-    role: 'student',
-    expires_at: new Date(clock.now().getTime() + 3 * 3600_000),
-    lesson_mode: 'full',
-    subject_mode: 'generic',
-    lesson_title: 'Lesson',
-    external_id: null,
-    archived: false,
-    revoked: false,
-  }));
+  const expiresAt = new Date(clock.now().getTime() + 3 * 3600_000);
+  const out = names.map((name) => resolvedLink({ lessonId, name, expiresAt }));
   return { f: { lesson: { id: lessonId } }, links: out };
 }
 
