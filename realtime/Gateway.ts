@@ -89,8 +89,6 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
   private connSeq = 0;
   /** sockets open here (the connections gauge) */
   private connCount = 0;
-  /** lessons served here whose meter ran at the last flush (the sessions-running gauge) */
-  private readonly running = new Set<string>();
   private readonly countOut: (type: string, n: number) => void;
   /** joins, departures and feature hooks in flight: idle() waits for them */
   private readonly tasks = new Set<Promise<unknown>>();
@@ -123,6 +121,10 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     this.presence = parts.presence;
     this.loadSeed = parts.loadSeed;
     this.meter = parts.meter;
+    this.meter.marksOf = (lessonId) => {
+      const lesson = this.lessonsById.get(lessonId);
+      return lesson && (lesson.meterMarks ??= {});
+    };
     this.ledger = parts.ledger;
     this.listeners = parts.listeners;
     this.warmUpParts = parts.warmUp;
@@ -135,7 +137,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     this.metrics = parts.metrics ?? noMetrics;
     const metrics = this.metrics;
     this.countOut = (type, n) => metrics.messageOut(type, n);
-    metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessonsById.size, sessionsRunning: () => this.running.size });
+    metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessonsById.size, sessionsRunning: () => this.sessionsRunning() });
     const c = deps.config;
     this.lessonShared = {
       limits: { maxSockets: c.GATEWAY_MAX_SOCKETS_PER_PERSON, cursorRate: c.GATEWAY_PERSON_CURSORS_PER_SECOND, cursorBurst: c.GATEWAY_PERSON_CURSOR_BURST },
@@ -622,8 +624,6 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     lesson.closed = true;
     if (this.lessonsById.get(lesson.id) === lesson) this.lessonsById.delete(lesson.id);
     void this.bus.unsubscribe(lesson.id);
-    this.meter.forget(lesson.id);
-    this.running.delete(lesson.id);
     // after its open finished, so that what the open set up is what is released
     this.track(
       lesson.ready.then(
@@ -724,8 +724,8 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
       retryStart: (l, now) => meter.retryStart(l, now),
       flush: async (results, now) => {
         for (const r of results) {
-          if (r.meter?.state === 'running' && this.lessonsById.has(r.lessonId)) this.running.add(r.lessonId);
-          else this.running.delete(r.lessonId);
+          const lesson = this.lessonsById.get(r.lessonId);
+          if (lesson) lesson.meterRunning = r.meter?.state === 'running';
         }
         const t0 = performance.now();
         await meter.flush(results, now);
@@ -733,6 +733,13 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
         this.metrics.meterFlushed();
       },
     };
+  }
+
+  /** Lessons here whose session ran at the last flush. */
+  private sessionsRunning(): number {
+    let n = 0;
+    for (const lesson of this.lessonsById.values()) if (lesson.meterRunning) n++;
+    return n;
   }
 
   private handlerFailed(conn: ClientConnection, type: string, err: unknown): void {

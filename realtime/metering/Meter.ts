@@ -42,6 +42,18 @@ const RETRY_WAITS = [100, 500, 2000, 5000];
 export type MeterRetries = readonly number[];
 
 /**
+ * What the Meter remembers of a lesson open on this node, to skip flush writes that would change
+ * nothing. Its Lesson holds it (Meter.marksOf), so it goes when the lesson closes here, however
+ * late the lesson's last effects run.
+ */
+export interface MeterMarks {
+  /** the seq and time of the last snapshot this node wrote */
+  snapshot?: { seq: number; at: number };
+  /** the session this node last charged, and up to how many seconds */
+  charged?: { sessionId: number; seconds: number };
+}
+
+/**
  * Turns the meter transitions decided in Redis into ledger writes (Postgres: MeterLedger.ts): session
  * start (lesson.started), charges at every pause and every flush (a
  * watermark: replays and other nodes charge nothing twice), session end
@@ -50,10 +62,8 @@ export type MeterRetries = readonly number[];
  */
 export class Meter {
   private readonly queue: KeyedQueue;
-  /** session id -> cumulative seconds this node last charged (skips no-op flushes) */
-  private readonly charged = new Map<number, number>();
-  /** lesson id -> the seq and time of the last snapshot this node wrote */
-  private readonly snapshotted = new Map<string, { seq: number; at: number }>();
+  /** the marks of a lesson open on this node (held by its Lesson: the Gateway sets this); none for the others */
+  marksOf: (lessonId: string) => MeterMarks | undefined = () => undefined;
   private readonly snapshots: SnapshotWriter;
   private readonly starts: Batcher<SessionStartInput, SessionStartResult | undefined>;
   private readonly pauses: Batcher<MeteredItem>;
@@ -143,7 +153,6 @@ export class Meter {
     return this.queue.run(lessonId, async () => {
       const { ended } = await this.ledger.endSession({ sessionId, endedAt, at: new Date(now) });
       if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId }, 'orphan session ended');
-      this.charged.delete(sessionId);
     });
   }
 
@@ -159,6 +168,7 @@ export class Meter {
   async flush(results: TickResult[], now: number): Promise<void> {
     const due = results.filter((r) => r.due && r.meter && sessionOf(r.meter) !== null);
     const items: MeteredItem[] = [];
+    const lessonOf = new Map<number, string>();
     for (const r of due) {
       const m = r.meter!;
       // A meter rebuilt from Postgres is not charged before it settles (MeterMachine.settle):
@@ -171,7 +181,8 @@ export class Meter {
       const upTo = Math.min(now, r.safeUntil);
       const cum = meteredSeconds(m, upTo);
       const running = runningSince(m) !== null;
-      if (cum > (this.charged.get(sessionId) ?? -1) || running) {
+      if (cum > this.chargedUpTo(r.lessonId, sessionId) || running) {
+        lessonOf.set(sessionId, r.lessonId);
         items.push({ sessionId, cumulativeSeconds: cum, at: new Date(running ? upTo : (pausedAtOf(m) ?? now)), people: m.peopleMax || undefined });
       }
     }
@@ -182,7 +193,7 @@ export class Meter {
         items.slice(i, i + FLUSH_BATCH),
         async (batch) => {
           await withRetry(() => this.ledger.charge(batch), [100, 500]);
-          for (const it of batch) this.charged.set(it.sessionId, Math.max(it.cumulativeSeconds, this.charged.get(it.sessionId) ?? 0));
+          for (const it of batch) this.markCharged(lessonOf.get(it.sessionId)!, it.sessionId, it.cumulativeSeconds);
         },
         (batch, err) => {
           const who = batch.length === 1 ? { session_id: batch[0].sessionId } : { sessions: batch.length };
@@ -194,7 +205,7 @@ export class Meter {
     // when the meter moved, and otherwise often enough to stay fresh.
     const snaps = due
       .filter((r) => {
-        const last = this.snapshotted.get(r.lessonId);
+        const last = this.marksOf(r.lessonId)?.snapshot;
         return !last || last.seq !== r.meter!.seq || now - last.at >= this.heartbeatMs;
       })
       .map((r) => toSnapshot(r.lessonId, r.meter!, r.count, now));
@@ -202,15 +213,10 @@ export class Meter {
       snaps,
       async (group) => {
         await this.ledger.saveSnapshots(group);
-        for (const sn of group) this.snapshotted.set(sn.lessonId, { seq: sn.seq, at: now });
+        for (const sn of group) this.markSnapshot(sn.lessonId, sn.seq, now);
       },
       (group, err) => this.log.error({ err, ...(group.length === 1 ? { lesson_id: group[0].lessonId } : { lessons: group.length }) }, 'meter snapshot failed'),
     );
-  }
-
-  /** Lessons this node no longer serves need no heartbeat bookkeeping. */
-  forget(lessonId: string): void {
-    this.snapshotted.delete(lessonId);
   }
 
   async idle(): Promise<void> {
@@ -247,7 +253,7 @@ export class Meter {
           break;
         case 'pause':
           // a pending start that paused has no session to charge yet: its time is in accMs
-          if (m.state === 'paused') await this.charge(m.sessionId, Math.floor(m.accMs / 1000), m.pausedAt ?? now, m.peopleMax);
+          if (m.state === 'paused') await this.charge(lessonId, m.sessionId, Math.floor(m.accMs / 1000), m.pausedAt ?? now, m.peopleMax);
           break;
         case 'resume':
         case 'empty':
@@ -282,7 +288,7 @@ export class Meter {
     // A start made after its meter paused (a retried or slow start; people left meanwhile): the
     // pause charged nothing then, having no session, so what it metered is charged now.
     const bound = res.ok ? res.change.meter : null;
-    if (bound?.state === 'paused' && bound.sessionId === session.id) await this.charge(session.id, Math.floor(bound.accMs / 1000), bound.pausedAt ?? now, bound.peopleMax);
+    if (bound?.state === 'paused' && bound.sessionId === session.id) await this.charge(lessonId, session.id, Math.floor(bound.accMs / 1000), bound.pausedAt ?? now, bound.peopleMax);
     return { meter: res.change.meter, count: res.change.count };
   }
 
@@ -296,20 +302,37 @@ export class Meter {
       at: new Date(now),
     });
     if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId, seconds: end.seconds }, 'session ended');
-    this.charged.delete(sessionId);
     return this.presence.clearEnd(lessonId, sessionId, now);
   }
 
-  private async charge(sessionId: number, cumulativeSeconds: number, at: number, people: number): Promise<void> {
+  private async charge(lessonId: string, sessionId: number, cumulativeSeconds: number, at: number, people: number): Promise<void> {
     await this.pauses.add({ sessionId, cumulativeSeconds, at: new Date(at), people: people || undefined, unlessArchived: true });
-    this.charged.set(sessionId, Math.max(cumulativeSeconds, this.charged.get(sessionId) ?? 0));
+    this.markCharged(lessonId, sessionId, cumulativeSeconds);
   }
 
   /** Snapshots matter only for lessons with a session (or one that just ended). */
   private async snapshot(lessonId: string, m: MeterState, people: number, now: number, force: boolean): Promise<void> {
     if (sessionOf(m) === null && !force) return;
     await this.snapshots.add(toSnapshot(lessonId, m, people, now));
-    this.snapshotted.set(lessonId, { seq: m.seq, at: now });
+    this.markSnapshot(lessonId, m.seq, now);
+  }
+
+  /** Up to where this node last charged the session (-1: not that it knows). */
+  private chargedUpTo(lessonId: string, sessionId: number): number {
+    const c = this.marksOf(lessonId)?.charged;
+    return c?.sessionId === sessionId ? c.seconds : -1;
+  }
+
+  private markCharged(lessonId: string, sessionId: number, seconds: number): void {
+    const marks = this.marksOf(lessonId);
+    if (!marks) return;
+    const c = marks.charged;
+    marks.charged = { sessionId, seconds: c?.sessionId === sessionId ? Math.max(c.seconds, seconds) : seconds };
+  }
+
+  private markSnapshot(lessonId: string, seq: number, at: number): void {
+    const marks = this.marksOf(lessonId);
+    if (marks) marks.snapshot = { seq, at };
   }
 }
 
