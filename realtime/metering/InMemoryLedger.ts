@@ -25,6 +25,8 @@ export class InMemoryLedger implements MeterLedger {
   /** participant.joined recorded, in order */
   readonly joins: ParticipantJoin[] = [];
   readonly marks: PresenceMark[] = [];
+  /** charges and snapshots written (figures for tests: what a flush skips) */
+  readonly written = { charges: 0, snapshots: 0 };
 
   async startSessions(inputs: SessionStartInput[]): Promise<(SessionStartResult | undefined)[]> {
     return inputs.map((input) => {
@@ -51,6 +53,7 @@ export class InMemoryLedger implements MeterLedger {
   }
 
   async charge(items: MeteredItem[]): Promise<void> {
+    this.written.charges += items.length;
     for (const item of items) {
       const s = this.sessions[item.sessionId - 1];
       if (!s) continue;
@@ -75,6 +78,7 @@ export class InMemoryLedger implements MeterLedger {
   }
 
   async saveSnapshots(snaps: MeterSnapshot[]): Promise<void> {
+    this.written.snapshots += snaps.length;
     for (const s of snaps) this.save(s);
   }
 

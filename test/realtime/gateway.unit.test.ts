@@ -363,6 +363,36 @@ describe('the gateway core, driven with plain sockets and a manual clock', () =>
     await gw.close();
   });
 
+  it('writes nothing at a flush that would change nothing: a paused session is not charged again, its snapshot rewritten only when the heartbeat is due; the lesson closed, nothing of it is kept', async () => {
+    newWorld();
+    const { gw, open } = await newGateway('unit-marks');
+    const { f, links: [ann, bob] } = links(['Ann', 'Bob']);
+    const a = open(ann);
+    const b = open(bob);
+    await gw.idle();
+    clock.advance(10_000);
+    await gw.maintenance.flush();
+    await gw.idle();
+    expect(gw.lesson(f.lesson.id)?.meterRunning).toBe(true);
+    b.drop(); // the meter pauses: its charge and snapshot are written with the pause
+    await gw.idle();
+    const flush = async (ms: number) => {
+      const before = { ...world.ledger.written };
+      clock.advance(ms);
+      await gw.maintenance.flush();
+      await gw.idle();
+      return { charges: world.ledger.written.charges - before.charges, snapshots: world.ledger.written.snapshots - before.snapshots };
+    };
+    expect(await flush(gw.timing.flushMs)).toEqual({ charges: 0, snapshots: 0 });
+    expect(gw.lesson(f.lesson.id)?.meterRunning).toBe(false);
+    expect(await flush(gw.timing.orphanMs / 3)).toEqual({ charges: 0, snapshots: 1 });
+    expect(world.ledger.billedSeconds(f.lesson.id)).toBe(10);
+    a.drop();
+    await gw.idle();
+    expect(gw.lesson(f.lesson.id)).toBeUndefined();
+    await gw.close();
+  });
+
   it('owns its timers: start() sets them, close() leaves none', async () => {
     newWorld();
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
