@@ -67,13 +67,17 @@ export function holdingRegistrationOf(presence: Presence, name: string) {
   const answered = new Promise<void>((r) => (answer = r));
   let resolveRegistered!: () => void;
   const registered = new Promise<void>((r) => (resolveRegistered = r));
-  const held: Presence = Object.create(presence, {
-    join: {
-      value: async (lessonId: string, input: Parameters<Presence['join']>[1]) => {
-        const res = await presence.join(lessonId, input);
-        if (input.info.name === name) (resolveRegistered(), await answered);
-        return res;
-      },
+  const join = async (lessonId: string, input: Parameters<Presence['join']>[1]) => {
+    const res = await presence.join(lessonId, input);
+    if (input.info.name === name) (resolveRegistered(), await answered);
+    return res;
+  };
+  // every other call goes to `presence` itself (an in-memory one keeps its state in its own fields)
+  const held = new Proxy(presence, {
+    get: (t, key) => {
+      if (key === 'join') return join;
+      const v = Reflect.get(t, key, t);
+      return typeof v === 'function' ? v.bind(t) : v;
     },
   });
   return { presence: held, registered, answer };
