@@ -1,6 +1,5 @@
 import { LESSON_ARCHIVED_CHANNEL } from '../src/db/channels.js';
 import { listenSurely } from '../src/db/listen.js';
-import { lessonArchivedAt } from '../src/domain/lessons.js';
 import type { Gateway } from './Gateway.js';
 
 /**
@@ -31,7 +30,7 @@ export async function listenForArchives(gw: Gateway): Promise<() => Promise<void
  */
 export async function archiveLesson(gw: Gateway, lessonId: string): Promise<void> {
   gw.admission.markArchived(lessonId);
-  const archivedAt = await lessonArchivedAt(gw.deps.sql, lessonId);
+  const archivedAt = await gw.ledger.archivedAt(lessonId);
   if (!archivedAt) return;
   const now = gw.now();
   const m = await gw.presence.archiveEnd(lessonId, archivedAt.getTime(), now);

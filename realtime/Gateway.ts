@@ -1,15 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import type { Deps } from '../src/deps.js';
-import { warmPool } from '../src/db/index.js';
 import type { ResolvedLink } from '../src/domain/links.js';
 import type { Logger } from '../src/logger.js';
 import type { GatewayMetrics } from '../src/metrics/gateway.js';
 import type { MeterSeed } from '../src/metering/meters.js';
-import type { GatewayParts } from './parts.js';
+import type { GatewayListener, GatewayParts } from './parts.js';
 import type { Admission } from './admission/Admission.js';
 import type { PersonRates } from './admission/PersonRates.js';
 import { personIdOf } from './admission/personId.js';
-import { listenForLessonUpdates } from './LessonUpdateListener.js';
 import type { Bus } from './bus/Bus.js';
 import type { Envelope, Outgoing } from './bus/LessonBus.js';
 import { ClientConnection, SETTLED, type ConnectionLimits, type SocketLike } from './ClientConnection.js';
@@ -18,12 +16,13 @@ import { frameEnvelope, Lesson, type CountOut, type Fanout, type LocalPerson, ty
 import { Maintenance, type MaintainedGateway } from './Maintenance.js';
 import { Drain, DRAIN_LEAVE_GRACE_MS, sleep, type DrainedGateway } from './Drain.js';
 import { ReRegistration, type RegisteringGateway } from './presence/ReRegistration.js';
-import { archiveLesson, listenForArchives } from './ArchiveListener.js';
+import { archiveLesson } from './ArchiveListener.js';
 import { gatewayTiming } from './timing.js';
 import type { PresenceLog } from './metering/PresenceLog.js';
 import { withTimeout } from '../src/lib/timeout.js';
 import type { JoinAnnouncer } from './metering/JoinAnnouncer.js';
 import type { Meter } from './metering/Meter.js';
+import type { MeterLedger } from './metering/MeterLedger.js';
 import { Certainty } from './metering/Certainty.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import type { CloseCodeName } from './protocol/closeCodes.js';
@@ -67,6 +66,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
   readonly registry = new MessageRegistry<MessageContext>();
   readonly presence: Presence;
   readonly meter: Meter;
+  readonly ledger: MeterLedger;
   readonly admission: Admission;
   private readonly personRates: PersonRates;
   readonly bus: Bus;
@@ -89,15 +89,14 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
   private connSeq = 0;
   /** sockets open here (the connections gauge) */
   private connCount = 0;
-  /** lessons served here whose meter ran at the last flush (the sessions-running gauge) */
-  private readonly running = new Set<string>();
   private readonly countOut: (type: string, n: number) => void;
   /** joins, departures and feature hooks in flight: idle() waits for them */
   private readonly tasks = new Set<Promise<unknown>>();
   private readonly reRegistration = new ReRegistration(this);
   private readonly drainer = new Drain(this);
-  private unlisten: (() => Promise<void>) | undefined;
-  private unlistenUpdates: (() => Promise<void>) | undefined;
+  private readonly listeners: GatewayListener[];
+  private readonly unlisteners: (() => Promise<void>)[] = [];
+  private readonly warmUpParts: (() => Promise<unknown>) | undefined;
   private closing: Promise<void> | undefined;
   /** every connection's message rate limit: one object for all of them */
   private readonly connLimits: ConnectionLimits;
@@ -122,6 +121,13 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     this.presence = parts.presence;
     this.loadSeed = parts.loadSeed;
     this.meter = parts.meter;
+    this.meter.marksOf = (lessonId) => {
+      const lesson = this.lessonsById.get(lessonId);
+      return lesson && (lesson.meterMarks ??= {});
+    };
+    this.ledger = parts.ledger;
+    this.listeners = parts.listeners;
+    this.warmUpParts = parts.warmUp;
     this.admission = parts.admission;
     this.personRates = parts.personRates;
     this.presenceLog = parts.presenceLog;
@@ -131,7 +137,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     this.metrics = parts.metrics ?? noMetrics;
     const metrics = this.metrics;
     this.countOut = (type, n) => metrics.messageOut(type, n);
-    metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessonsById.size, sessionsRunning: () => this.running.size });
+    metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessonsById.size, sessionsRunning: () => this.sessionsRunning() });
     const c = deps.config;
     this.lessonShared = {
       limits: { maxSockets: c.GATEWAY_MAX_SOCKETS_PER_PERSON, cursorRate: c.GATEWAY_PERSON_CURSORS_PER_SECOND, cursorBurst: c.GATEWAY_PERSON_CURSOR_BURST },
@@ -139,7 +145,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
       onFeatureEnvelope: (lesson, e) => this.busHandlers.get(e.kind)?.(lesson, e),
       countOut: this.metrics === noMetrics ? undefined : this.countOut,
     };
-    this.maintenance = new Maintenance(this, this.presence, this.meteredFlush(), deps.sql);
+    this.maintenance = new Maintenance(this, this.presence, this.meteredFlush(), parts.ledger);
     this.registry.register(...coreMessages);
     for (const f of this.features) {
       if (f.messages) this.registry.register(...f.messages);
@@ -479,16 +485,15 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
 
   /**
    * Before serving: takes this node's lease (other nodes never see our people
-   * without one), listens for archived lessons, starts admission and the
-   * features (their own LISTENs: the teacher's removals), opens the
-   * read pool's connections and loads the presence scripts (so that everyone
+   * without one), starts its listeners (archived lessons, lesson updates),
+   * admission and the features (their own LISTENs: the teacher's removals),
+   * warms its parts up (the read pool's connections, the presence scripts: so that everyone
    * reconnecting after a deploy does not also wait for those), then starts
    * the periodic work. `timers: false` leaves Maintenance to the caller (tests).
    */
   async start(opts: { timers?: boolean } = {}): Promise<void> {
     await this.maintenance.guard('heartbeat', () => this.maintenance.heartbeat());
-    this.unlisten = await listenForArchives(this);
-    this.unlistenUpdates = await listenForLessonUpdates(this);
+    for (const listen of this.listeners) this.unlisteners.push(await listen(this));
     await this.admission.start();
     for (const f of this.features) await f.start?.();
     await this.warmUp();
@@ -497,7 +502,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
 
   /** A failure is left to the first real use to report. */
   private async warmUp(): Promise<void> {
-    await Promise.all([warmPool(this.deps.readSql, this.deps.config.DATABASE_READ_POOL_SIZE), this.presence.warmUp()]).catch((err) =>
+    await Promise.all([this.warmUpParts?.(), this.presence.warmUp()]).catch((err) =>
       this.log.warn({ err: (err as Error).message }, 'warm-up failed'),
     );
   }
@@ -534,8 +539,7 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
       this.presenceLog.close();
       for (const f of this.features) await f.close?.().catch((err) => this.log.error({ err, feature: f.name }, 'feature close failed'));
       await this.presence.leaveNode(this.nodeId).catch(() => undefined);
-      await this.unlisten?.().catch(() => undefined);
-      await this.unlistenUpdates?.().catch(() => undefined);
+      for (const unlisten of this.unlisteners.splice(0)) await unlisten().catch(() => undefined);
       await this.admission.stop().catch(() => undefined);
       await this.bus.close();
     })());
@@ -620,8 +624,6 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     lesson.closed = true;
     if (this.lessonsById.get(lesson.id) === lesson) this.lessonsById.delete(lesson.id);
     void this.bus.unsubscribe(lesson.id);
-    this.meter.forget(lesson.id);
-    this.running.delete(lesson.id);
     // after its open finished, so that what the open set up is what is released
     this.track(
       lesson.ready.then(
@@ -722,8 +724,8 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
       retryStart: (l, now) => meter.retryStart(l, now),
       flush: async (results, now) => {
         for (const r of results) {
-          if (r.meter?.state === 'running' && this.lessonsById.has(r.lessonId)) this.running.add(r.lessonId);
-          else this.running.delete(r.lessonId);
+          const lesson = this.lessonsById.get(r.lessonId);
+          if (lesson) lesson.meterRunning = r.meter?.state === 'running';
         }
         const t0 = performance.now();
         await meter.flush(results, now);
@@ -731,6 +733,13 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
         this.metrics.meterFlushed();
       },
     };
+  }
+
+  /** Lessons here whose session ran at the last flush. */
+  private sessionsRunning(): number {
+    let n = 0;
+    for (const lesson of this.lessonsById.values()) if (lesson.meterRunning) n++;
+    return n;
   }
 
   private handlerFailed(conn: ClientConnection, type: string, err: unknown): void {

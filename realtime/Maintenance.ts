@@ -1,12 +1,6 @@
-import {
-  archivedAmong,
-  findArchivedRunning,
-  findIdleSessions,
-  findOrphanSessions,
-} from '../src/metering/meters.js';
-import type { Sql } from '../src/db/index.js';
 import type { Logger } from '../src/logger.js';
 import { FLUSH_BATCH, type Meter } from './metering/Meter.js';
+import type { MeterLedger } from './metering/MeterLedger.js';
 import type { Change, Presence, PublicPerson } from './presence/Presence.js';
 import type { gatewayTiming } from './timing.js';
 
@@ -60,7 +54,8 @@ export class Maintenance {
     private readonly gw: MaintainedGateway,
     private readonly presence: Presence,
     private readonly meter: MeterPort,
-    private readonly sql: Sql,
+    /** what the sweeps read (idle, orphan and archived sessions) */
+    private readonly ledger: Pick<MeterLedger, 'idleSessions' | 'orphanSessions' | 'archivedRunning' | 'archivedAmong'>,
   ) {}
 
   start(): void {
@@ -114,7 +109,7 @@ export class Maintenance {
     // read once (it asks Redis): the archive handling below adds none but lessons served here
     const unstarted = (await meter.startsPending()).filter((id) => !served.has(id));
     // Never charge past a deletion whose notification we missed: those lessons end instead.
-    const archived = await archivedAmong(this.sql, unstarted.length > 0 ? [...ids, ...unstarted] : ids);
+    const archived = await this.ledger.archivedAmong(unstarted.length > 0 ? [...ids, ...unstarted] : ids);
     for (const lessonId of archived.keys()) await gw.archived(lessonId);
     if (archived.size > 0) ids = ids.filter((id) => !archived.has(id));
     // Pending starts some node failed to write, of lessons nobody here serves (Meter.unstarted and
@@ -145,30 +140,30 @@ export class Maintenance {
   }
 
   async sweep(): Promise<void> {
-    const { gw, presence, meter, sql } = this;
+    const { gw, presence, meter, ledger } = this;
     const now = gw.now();
     // Redis may have lost its state since the last heartbeat: this node's live sockets go
     // back in before any rule below looks at who is present (an "empty" lesson, an orphan).
     const { alive } = await presence.heartbeat(gw.nodeId, now);
     if (!alive) await gw.reRegister();
-    for (const c of await findIdleSessions(sql, new Date(now - gw.timing.idleMs))) {
+    for (const c of await ledger.idleSessions(new Date(now - gw.timing.idleMs))) {
       const r = await presence.claimEnd(c.lessonId, c.sessionId, now);
       if (r.kind === 'end') await meter.finishEnd(c.lessonId, r.meter, now);
       else if (r.kind === 'orphan') await meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
     }
-    for (const c of await findArchivedRunning(sql)) {
+    for (const c of await ledger.archivedRunning()) {
       const m = await presence.archiveEnd(c.lessonId, c.since.getTime(), now);
       if (m?.pendingEnd) await meter.finishEnd(c.lessonId, m, now);
       // a start of Redis's pending since before the deletion: made (adopting this session), then ended here again
       else if (m?.state === 'starting') meter.retryStart(c.lessonId, now);
       else await meter.endUnknown(c.lessonId, c.sessionId, c.since, now);
     }
-    for (const c of await findOrphanSessions(sql, new Date(now - gw.timing.orphanMs))) {
+    for (const c of await ledger.orphanSessions(new Date(now - gw.timing.orphanMs))) {
       const m = await presence.orphan(c.lessonId, c.sessionId, now);
       if (m) await meter.remember(c.lessonId, m, 0, now);
     }
     // Archive notifications can be missed (LISTEN reconnecting): check the lessons served here.
-    const archived = await archivedAmong(sql, gw.openLessons());
+    const archived = await ledger.archivedAmong(gw.openLessons());
     for (const lessonId of archived.keys()) await gw.archived(lessonId);
   }
 }

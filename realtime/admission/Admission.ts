@@ -1,13 +1,7 @@
-import { LINK_ISSUED_CHANNEL } from '../../src/db/channels.js';
-import { listenSurely } from '../../src/db/listen.js';
 import type { Deps } from '../../src/deps.js';
-import {
-  linkTokenHash,
-  parseIssuedLinkNotice,
-  resolveLinkTokenHashes,
-  type ResolvedLink,
-} from '../../src/domain/links.js';
+import { linkTokenHash, type ResolvedLink } from '../../src/domain/links.js';
 import { Batcher } from '../../src/lib/Batcher.js';
+import type { LinkSource } from './LinkSource.js';
 
 export type Refusal = { ok: false; status: 400 | 401 | 403 | 410 | 429 | 503; code: string; message: string };
 export type LinkCheck = { ok: true; link: ResolvedLink } | Refusal;
@@ -56,11 +50,15 @@ export class Admission {
   private readonly origins: Set<string>;
   private readonly lookups: Batcher<Buffer, ResolvedLink | undefined>;
 
-  constructor(private readonly deps: Deps) {
+  constructor(
+    private readonly deps: Pick<Deps, 'config' | 'clock'>,
+    /** the links (Postgres: postgresLinks) */
+    private readonly links: LinkSource,
+  ) {
     // a burst of arrivals (a class joining) costs one index probe per token but one round trip per batch
     this.lookups = new Batcher((hashes) => {
       this.lookupsMade += hashes.length;
-      return resolveLinkTokenHashes(deps.readSql, hashes);
+      return links.resolve(hashes);
     }, { delayMs: LOOKUP_BATCH_MS, max: LOOKUP_BATCH_MAX, concurrency: deps.config.DATABASE_READ_POOL_SIZE });
     this.ttlMs = deps.config.GATEWAY_TOKEN_CACHE_SECONDS * 1000;
     this.origins = new Set(deps.config.GATEWAY_ALLOWED_ORIGINS.map((o) => o.replace(/\/+$/, '').toLowerCase()));
@@ -68,17 +66,12 @@ export class Admission {
 
   /** Hears the links issued from now on (LINK_ISSUED_CHANNEL); drops the cache on every (re)connect. */
   async start(): Promise<void> {
-    const req = await listenSurely(
-      this.deps.sql,
-      LINK_ISSUED_CHANNEL,
-      (payload) => {
-        const notice = parseIssuedLinkNotice(payload);
-        if (notice && !this.archived.has(notice.link.lesson_id)) this.remember(notice.hash, notice.link, 0, true);
+    this.unlisten = await this.links.listen(
+      (hash, link) => {
+        if (!this.archived.has(link.lesson_id)) this.remember(hash, link, 0, true);
       },
       () => this.clear(),
-      this.deps.log,
     );
-    this.unlisten = req.unlisten;
   }
 
   async stop(): Promise<void> {

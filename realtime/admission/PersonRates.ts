@@ -24,7 +24,7 @@ export interface PersonRate {
  * API's limit (src/lib/rateLimiter.ts, keys `rlw:{p:<type>:<lesson>:<person>}`),
  * so ten sockets of one link on three nodes share one budget. If Redis is
  * unreachable the limiter keeps the budget in this process (fail open, per
- * node).
+ * node); without Redis (`redis` null: the in-memory gateway) it always does.
  *
  * A gated message waits for its decision (one Redis call while the person is
  * quiet, a reserved batch while busy); the messages of one connection are
@@ -35,7 +35,7 @@ export class PersonRates {
   /** per connection: its gated messages are decided and handled in arrival order (handle reports its own failures) */
   private readonly queues = new KeyedQueue(() => undefined);
 
-  constructor(redis: Redis, rates: Record<string, PersonRate>, onRedisError?: (err: unknown) => void) {
+  constructor(redis: Redis | null, rates: Record<string, PersonRate>, onRedisError?: (err: unknown) => void) {
     for (const [type, rate] of Object.entries(rates)) {
       this.limiters.set(type, { rate, limiter: new RateLimiter(redis, rate.burst, (rate.burst / rate.rate) * 1000, { onRedisError }) });
     }

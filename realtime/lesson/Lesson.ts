@@ -1,6 +1,7 @@
 import type { ClientConnection } from '../ClientConnection.js';
 import type { Bus } from '../bus/Bus.js';
 import type { Envelope, Outgoing } from '../bus/LessonBus.js';
+import type { MeterMarks } from '../metering/Meter.js';
 import { TokenBucket } from '../lib/TokenBucket.js';
 import type { CloseCodeName } from '../protocol/closeCodes.js';
 import type { Logger } from '../../src/logger.js';
@@ -109,7 +110,7 @@ export function frameType(frame: string): string {
  * bus subscription and every feature's `onLessonOpen` are done, before any of
  * its sockets gets `welcome`) and closes it with its last (unsubscribe, the
  * features' `onLessonClose`). Presence and metering across nodes are not here
- * (Presence, Meter).
+ * (Presence, Meter); what this node's Meter remembers of the lesson is (`meterMarks`).
  */
 export class Lesson {
   readonly conns = new Set<ClientConnection>();
@@ -135,6 +136,10 @@ export class Lesson {
   private readonly slots = new Map<string, unknown>();
   /** made at the first close heard (most lessons hear none: an empty Map costs about 200 B) */
   private heardCloses: Map<string, { code: CloseCodeName; at: number }> | undefined;
+  /** what the Meter remembers of the lesson (Meter.marksOf); made at its first write */
+  meterMarks: MeterMarks | undefined;
+  /** the lesson's session ran at the last flush (the sessions-running gauge) */
+  meterRunning = false;
 
   constructor(
     readonly id: string,

@@ -1,10 +1,8 @@
-import type { Sql } from '../../src/db/index.js';
 import type { Logger } from '../../src/logger.js';
-import { recordParticipantsJoined, type ParticipantJoin } from '../../src/metering/participants.js';
-import { Batcher } from '../../src/lib/Batcher.js';
-import { withRetry } from '../../src/lib/retry.js';
+import type { ParticipantJoin } from '../../src/metering/participants.js';
 import { withTimeout } from '../../src/lib/timeout.js';
-import { KeptForLater, type RetrySchedule } from './KeptForLater.js';
+import { DurableBatches } from './DurableBatches.js';
+import type { RetrySchedule } from './KeptForLater.js';
 
 /** Arrivals are collected this long (or up to BATCH_MAX) before one transaction records them. */
 const BATCH_MS = 20;
@@ -37,42 +35,36 @@ const FORGET_WAIT_MS = 1000;
  * announced when they arrive again on another node.
  */
 export class JoinAnnouncer {
-  private readonly batcher: Batcher<ParticipantJoin>;
-  private readonly kept: KeptForLater<ParticipantJoin>;
+  private readonly batches: DurableBatches<ParticipantJoin>;
   /** every arrival added and neither committed nor forgotten (forgetUnrecorded): pending, in a batch, or kept */
   private readonly unrecorded = new Set<ParticipantJoin>();
 
   constructor(
-    sql: Sql,
-    private readonly log: Logger,
+    /** records a batch in one transaction (recordParticipantsJoined on Postgres) */
+    write: (batch: ParticipantJoin[]) => Promise<unknown>,
+    log: Logger,
     /** Redis's filter forgets the claim of an arrival (Presence.forgetJoined) */
     private readonly forget: (join: ParticipantJoin) => Promise<void>,
-    private readonly retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS },
+    retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS },
   ) {
-    this.kept = new KeptForLater(log, {
+    this.batches = new DurableBatches(log, {
+      write,
+      retries,
+      batchMs: BATCH_MS,
+      batchMax: BATCH_MAX,
       what: 'participant.joined',
-      max: WAITING_MAX,
-      everyMs: retries.againMs,
-      again: (join) => this.add(join),
-      dropped: (join) => this.unrecorded.delete(join),
-    });
-    this.batcher = new Batcher<ParticipantJoin, void>(
-      async (batch) => {
-        try {
-          await withRetry(() => recordParticipantsJoined(sql, batch), retries.waits);
-          for (const join of batch) this.unrecorded.delete(join);
-        } catch (err) {
-          this.kept.keep(batch, err);
-        }
-        return batch.map((): void => undefined);
+      maxKept: WAITING_MAX,
+      written: (batch) => {
+        for (const join of batch) this.unrecorded.delete(join);
       },
-      { delayMs: BATCH_MS, max: BATCH_MAX, concurrency: 2 },
-    );
+      dropped: (join) => this.unrecorded.delete(join),
+      again: (join) => this.unrecorded.add(join),
+    });
   }
 
   add(join: ParticipantJoin): void {
     this.unrecorded.add(join);
-    void this.batcher.add(join);
+    this.batches.add(join);
   }
 
   /**
@@ -92,12 +84,12 @@ export class JoinAnnouncer {
 
   /** Resolves when no batch is pending or running (kept arrivals wait for their next try). */
   idle(): Promise<void> {
-    return this.batcher.idle();
+    return this.batches.idle();
   }
 
   /** The process stops: what is still kept for Postgres is lost, and said so. */
   close(): void {
-    this.kept.close();
+    this.batches.close();
     this.unrecorded.clear();
   }
 }

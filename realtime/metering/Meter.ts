@@ -1,12 +1,12 @@
-import type { Deps } from '../../src/deps.js';
 import type { Logger } from '../../src/logger.js';
-import { recordMeteredTimeBatch, type MeteredItem } from '../../src/metering/charge.js';
-import { saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
-import { endSession, ensureSessionsStarted, finishSession, type SessionStartInput, type SessionStartResult } from '../../src/metering/sessions.js';
+import type { MeteredItem } from '../../src/metering/charge.js';
+import type { MeterSnapshot } from '../../src/metering/meters.js';
+import type { SessionStartInput, SessionStartResult } from '../../src/metering/sessions.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { withRetry } from '../../src/lib/retry.js';
 import { causedByInput, writeSplitting } from '../../src/db/errors.js';
+import type { MeterLedger } from './MeterLedger.js';
 import { SnapshotWriter } from './SnapshotWriter.js';
 import { METERED_PEOPLE } from '../../src/metering/rules.js';
 import type { Change, MeterState, Presence, TickResult } from '../presence/Presence.js';
@@ -42,7 +42,19 @@ const RETRY_WAITS = [100, 500, 2000, 5000];
 export type MeterRetries = readonly number[];
 
 /**
- * Turns the meter transitions decided in Redis into Postgres writes: session
+ * What the Meter remembers of a lesson open on this node, to skip flush writes that would change
+ * nothing. Its Lesson holds it (Meter.marksOf), so it goes when the lesson closes here, however
+ * late the lesson's last effects run.
+ */
+export interface MeterMarks {
+  /** the seq and time of the last snapshot this node wrote */
+  snapshot?: { seq: number; at: number };
+  /** the session this node last charged, and up to how many seconds */
+  charged?: { sessionId: number; seconds: number };
+}
+
+/**
+ * Turns the meter transitions decided in Redis into ledger writes (Postgres: MeterLedger.ts): session
  * start (lesson.started), charges at every pause and every flush (a
  * watermark: replays and other nodes charge nothing twice), session end
  * (lesson.ended), and the durable snapshot (lesson_meters). Work for one
@@ -50,11 +62,8 @@ export type MeterRetries = readonly number[];
  */
 export class Meter {
   private readonly queue: KeyedQueue;
-  /** session id -> cumulative seconds this node last charged (skips no-op flushes) */
-  private readonly charged = new Map<number, number>();
-  private readonly log: Logger;
-  /** lesson id -> the seq and time of the last snapshot this node wrote */
-  private readonly snapshotted = new Map<string, { seq: number; at: number }>();
+  /** the marks of a lesson open on this node (held by its Lesson: the Gateway sets this); none for the others */
+  marksOf: (lessonId: string) => MeterMarks | undefined = () => undefined;
   private readonly snapshots: SnapshotWriter;
   private readonly starts: Batcher<SessionStartInput, SessionStartResult | undefined>;
   private readonly pauses: Batcher<MeteredItem>;
@@ -68,22 +77,25 @@ export class Meter {
    */
   private readonly unstarted = new Set<string>();
 
+  private readonly log: Logger;
+
   constructor(
-    private readonly deps: Deps,
+    private readonly ledger: MeterLedger,
+    log: Logger,
     private readonly presence: Presence,
     /** how old a snapshot may get before a flush rewrites it unchanged (a third of the orphan limit) */
     private readonly heartbeatMs: number,
     private readonly retryWaits: MeterRetries = RETRY_WAITS,
   ) {
-    this.log = deps.log.child({ component: 'meter' });
-    this.snapshots = new SnapshotWriter(deps.sql);
-    this.starts = new Batcher((inputs) => ensureSessionsStarted(deps.sql, inputs, { skipArchived: true }), {
+    this.log = log.child({ component: 'meter' });
+    this.snapshots = new SnapshotWriter((snaps) => ledger.saveSnapshots(snaps));
+    this.starts = new Batcher((inputs) => ledger.startSessions(inputs), {
       delayMs: START_BATCH_MS,
       max: START_BATCH_MAX,
     });
     this.pauses = new Batcher<MeteredItem, void>(
       async (items) => {
-        await recordMeteredTimeBatch(deps.sql, items);
+        await ledger.charge(items);
         return items.map((): void => undefined);
       },
       { delayMs: PAUSE_BATCH_MS, max: FLUSH_BATCH },
@@ -139,9 +151,8 @@ export class Meter {
   /** Ends a running session Redis does not know (nobody present): its watermark stands. */
   endUnknown(lessonId: string, sessionId: number, endedAt: Date, now: number): Promise<void> {
     return this.queue.run(lessonId, async () => {
-      const { ended } = await endSession(this.deps.sql, { sessionId, endedAt, at: new Date(now) });
+      const { ended } = await this.ledger.endSession({ sessionId, endedAt, at: new Date(now) });
       if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId }, 'orphan session ended');
-      this.charged.delete(sessionId);
     });
   }
 
@@ -157,6 +168,7 @@ export class Meter {
   async flush(results: TickResult[], now: number): Promise<void> {
     const due = results.filter((r) => r.due && r.meter && sessionOf(r.meter) !== null);
     const items: MeteredItem[] = [];
+    const lessonOf = new Map<number, string>();
     for (const r of due) {
       const m = r.meter!;
       // A meter rebuilt from Postgres is not charged before it settles (MeterMachine.settle):
@@ -169,7 +181,8 @@ export class Meter {
       const upTo = Math.min(now, r.safeUntil);
       const cum = meteredSeconds(m, upTo);
       const running = runningSince(m) !== null;
-      if (cum > (this.charged.get(sessionId) ?? -1) || running) {
+      if (cum > this.chargedUpTo(r.lessonId, sessionId) || running) {
+        lessonOf.set(sessionId, r.lessonId);
         items.push({ sessionId, cumulativeSeconds: cum, at: new Date(running ? upTo : (pausedAtOf(m) ?? now)), people: m.peopleMax || undefined });
       }
     }
@@ -179,8 +192,8 @@ export class Meter {
       await writeSplitting(
         items.slice(i, i + FLUSH_BATCH),
         async (batch) => {
-          await withRetry(() => recordMeteredTimeBatch(this.deps.sql, batch), [100, 500]);
-          for (const it of batch) this.charged.set(it.sessionId, Math.max(it.cumulativeSeconds, this.charged.get(it.sessionId) ?? 0));
+          await withRetry(() => this.ledger.charge(batch), [100, 500]);
+          for (const it of batch) this.markCharged(lessonOf.get(it.sessionId)!, it.sessionId, it.cumulativeSeconds);
         },
         (batch, err) => {
           const who = batch.length === 1 ? { session_id: batch[0].sessionId } : { sessions: batch.length };
@@ -192,23 +205,18 @@ export class Meter {
     // when the meter moved, and otherwise often enough to stay fresh.
     const snaps = due
       .filter((r) => {
-        const last = this.snapshotted.get(r.lessonId);
+        const last = this.marksOf(r.lessonId)?.snapshot;
         return !last || last.seq !== r.meter!.seq || now - last.at >= this.heartbeatMs;
       })
       .map((r) => toSnapshot(r.lessonId, r.meter!, r.count, now));
     await writeSplitting(
       snaps,
       async (group) => {
-        await saveMeterSnapshots(this.deps.sql, group);
-        for (const sn of group) this.snapshotted.set(sn.lessonId, { seq: sn.seq, at: now });
+        await this.ledger.saveSnapshots(group);
+        for (const sn of group) this.markSnapshot(sn.lessonId, sn.seq, now);
       },
       (group, err) => this.log.error({ err, ...(group.length === 1 ? { lesson_id: group[0].lessonId } : { lessons: group.length }) }, 'meter snapshot failed'),
     );
-  }
-
-  /** Lessons this node no longer serves need no heartbeat bookkeeping. */
-  forget(lessonId: string): void {
-    this.snapshotted.delete(lessonId);
   }
 
   async idle(): Promise<void> {
@@ -245,7 +253,7 @@ export class Meter {
           break;
         case 'pause':
           // a pending start that paused has no session to charge yet: its time is in accMs
-          if (m.state === 'paused') await this.charge(m.sessionId, Math.floor(m.accMs / 1000), m.pausedAt ?? now, m.peopleMax);
+          if (m.state === 'paused') await this.charge(lessonId, m.sessionId, Math.floor(m.accMs / 1000), m.pausedAt ?? now, m.peopleMax);
           break;
         case 'resume':
         case 'empty':
@@ -280,13 +288,13 @@ export class Meter {
     // A start made after its meter paused (a retried or slow start; people left meanwhile): the
     // pause charged nothing then, having no session, so what it metered is charged now.
     const bound = res.ok ? res.change.meter : null;
-    if (bound?.state === 'paused' && bound.sessionId === session.id) await this.charge(session.id, Math.floor(bound.accMs / 1000), bound.pausedAt ?? now, bound.peopleMax);
+    if (bound?.state === 'paused' && bound.sessionId === session.id) await this.charge(lessonId, session.id, Math.floor(bound.accMs / 1000), bound.pausedAt ?? now, bound.peopleMax);
     return { meter: res.change.meter, count: res.change.count };
   }
 
   private async finishEndNow(lessonId: string, end: PendingEnd, now: number): Promise<MeterState | null> {
     const { sessionId } = end;
-    const { ended } = await finishSession(this.deps.sql, {
+    const { ended } = await this.ledger.finishSession({
       sessionId,
       cumulativeSeconds: end.seconds,
       chargeAt: new Date(end.chargeAt),
@@ -294,20 +302,37 @@ export class Meter {
       at: new Date(now),
     });
     if (ended) this.log.info({ lesson_id: lessonId, session_id: sessionId, seconds: end.seconds }, 'session ended');
-    this.charged.delete(sessionId);
     return this.presence.clearEnd(lessonId, sessionId, now);
   }
 
-  private async charge(sessionId: number, cumulativeSeconds: number, at: number, people: number): Promise<void> {
+  private async charge(lessonId: string, sessionId: number, cumulativeSeconds: number, at: number, people: number): Promise<void> {
     await this.pauses.add({ sessionId, cumulativeSeconds, at: new Date(at), people: people || undefined, unlessArchived: true });
-    this.charged.set(sessionId, Math.max(cumulativeSeconds, this.charged.get(sessionId) ?? 0));
+    this.markCharged(lessonId, sessionId, cumulativeSeconds);
   }
 
   /** Snapshots matter only for lessons with a session (or one that just ended). */
   private async snapshot(lessonId: string, m: MeterState, people: number, now: number, force: boolean): Promise<void> {
     if (sessionOf(m) === null && !force) return;
     await this.snapshots.add(toSnapshot(lessonId, m, people, now));
-    this.snapshotted.set(lessonId, { seq: m.seq, at: now });
+    this.markSnapshot(lessonId, m.seq, now);
+  }
+
+  /** Up to where this node last charged the session (-1: not that it knows). */
+  private chargedUpTo(lessonId: string, sessionId: number): number {
+    const c = this.marksOf(lessonId)?.charged;
+    return c?.sessionId === sessionId ? c.seconds : -1;
+  }
+
+  private markCharged(lessonId: string, sessionId: number, seconds: number): void {
+    const marks = this.marksOf(lessonId);
+    if (!marks) return;
+    const c = marks.charged;
+    marks.charged = { sessionId, seconds: c?.sessionId === sessionId ? Math.max(c.seconds, seconds) : seconds };
+  }
+
+  private markSnapshot(lessonId: string, seq: number, at: number): void {
+    const marks = this.marksOf(lessonId);
+    if (marks) marks.snapshot = { seq, at };
   }
 }
 

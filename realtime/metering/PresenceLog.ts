@@ -1,9 +1,7 @@
-import type { Sql } from '../../src/db/index.js';
 import type { Logger } from '../../src/logger.js';
-import { recordPresenceMarks, type PresenceMark } from '../../src/domain/attendance.js';
-import { Batcher } from '../../src/lib/Batcher.js';
-import { withRetry } from '../../src/lib/retry.js';
-import { KeptForLater, type RetrySchedule } from './KeptForLater.js';
+import type { PresenceMark } from '../../src/domain/attendance.js';
+import { DurableBatches } from './DurableBatches.js';
+import type { RetrySchedule } from './KeptForLater.js';
 
 const BATCH_MS = 20;
 const BATCH_MAX = 500;
@@ -20,33 +18,26 @@ const WAITING_MAX = 50_000;
  * a mark carries its own date and pairs the same however late it is written.
  */
 export class PresenceLog {
-  private readonly batcher: Batcher<PresenceMark>;
-  private readonly kept: KeptForLater<PresenceMark>;
+  private readonly batches: DurableBatches<PresenceMark>;
 
-  constructor(sql: Sql, log: Logger, retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS }) {
-    this.kept = new KeptForLater(log, { what: 'presence marks', max: WAITING_MAX, everyMs: retries.againMs, again: (m) => this.add(m) });
-    this.batcher = new Batcher<PresenceMark, void>(
-      async (batch) => {
-        try {
-          await withRetry(() => recordPresenceMarks(sql, batch), retries.waits);
-        } catch (err) {
-          this.kept.keep(batch, err);
-        }
-        return batch.map((): void => undefined);
-      },
-      { delayMs: BATCH_MS, max: BATCH_MAX, concurrency: 2 },
-    );
+  constructor(
+    /** records a batch (recordPresenceMarks on Postgres) */
+    write: (batch: PresenceMark[]) => Promise<void>,
+    log: Logger,
+    retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS },
+  ) {
+    this.batches = new DurableBatches(log, { write, retries, batchMs: BATCH_MS, batchMax: BATCH_MAX, what: 'presence marks', maxKept: WAITING_MAX });
   }
 
   add(mark: PresenceMark): void {
-    void this.batcher.add(mark);
+    this.batches.add(mark);
   }
 
   idle(): Promise<void> {
-    return this.batcher.idle();
+    return this.batches.idle();
   }
 
   close(): void {
-    this.kept.close();
+    this.batches.close();
   }
 }

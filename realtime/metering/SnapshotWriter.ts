@@ -1,5 +1,4 @@
-import type { Sql } from '../../src/db/index.js';
-import { saveMeterSnapshots, type MeterSnapshot } from '../../src/metering/meters.js';
+import type { MeterSnapshot } from '../../src/metering/meters.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 
 const BATCH_MS = 10;
@@ -15,10 +14,13 @@ const BATCH_MAX = 500;
 export class SnapshotWriter {
   private readonly batcher: Batcher<MeterSnapshot>;
 
-  constructor(sql: Sql) {
+  constructor(
+    /** writes the snapshots in one statement (MeterLedger.saveSnapshots) */
+    save: (snaps: MeterSnapshot[]) => Promise<void>,
+  ) {
     this.batcher = new Batcher<MeterSnapshot, void>(
       async (snaps) => {
-        await saveMeterSnapshots(sql, snaps);
+        await save(snaps);
         return snaps.map((): void => undefined);
       },
       { delayMs: BATCH_MS, max: BATCH_MAX, concurrency: 4 },

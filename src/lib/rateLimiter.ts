@@ -112,7 +112,8 @@ export class RateLimiter {
   readonly periodMs: number;
 
   constructor(
-    private readonly redis: Redis,
+    /** null: the window is kept in this process only (a single process, or tests without Redis) */
+    private readonly redis: Redis | null,
     readonly limit: number,
     periodMs = 60_000,
     private readonly opts: { timeoutMs?: number; onRedisError?: (err: unknown) => void; now?: () => number } = {},
@@ -121,7 +122,7 @@ export class RateLimiter {
     // (a budget of 10 per 10/3 s, the gateway's chat, was not enforced at all).
     this.periodMs = Math.ceil(periodMs);
     // ioredis runs it by EVALSHA and sends the source again after a Redis restart (NOSCRIPT)
-    if (typeof (redis as unknown as WindowRedis).slidingWindowTake !== 'function') {
+    if (redis && typeof (redis as unknown as WindowRedis).slidingWindowTake !== 'function') {
       redis.defineCommand('slidingWindowTake', { numberOfKeys: 2, lua: WINDOW_LUA });
     }
   }
@@ -134,6 +135,7 @@ export class RateLimiter {
    * so a flood costs Redis a few calls per second (docs/api-decisions.md).
    */
   async take(key: string): Promise<RateDecision> {
+    if (!this.redis) return this.takeLocal(key);
     const st = this.state(key);
     st.arrivals++;
     for (;;) {

@@ -182,4 +182,21 @@ describe('rate limit under load: reservations (src/lib/rateLimiter.ts)', () => {
     expect(errors).toEqual([]);
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
   });
+
+  it('without Redis (the in-memory gateway\'s per-person budgets), keeps the window in the process: the whole limit at once, then never more than the limit in any rolling 60 s', async () => {
+    let now = Date.parse('2026-03-10T12:00:00Z');
+    const limiter = new RateLimiter(null, 600, 60_000, { now: () => now });
+    const key = 'local';
+    const ok: number[] = [];
+    const t0 = now;
+    for (const d of await Promise.all(Array.from({ length: 700 }, () => limiter.take(key)))) if (d.allowed) ok.push(0);
+    expect(ok).toHaveLength(600);
+    while (now - t0 < 180_000) {
+      now += 25;
+      if ((await limiter.take(key)).allowed) ok.push(now - t0);
+    }
+    expect(busiestMinute(ok)).toBeLessThanOrEqual(600);
+    expect(ok.length).toBeGreaterThanOrEqual(3 * 600 - 10);
+    expect(limiter.redisCalls).toBe(0);
+  });
 });

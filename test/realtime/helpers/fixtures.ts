@@ -1,5 +1,6 @@
 import type { Sql } from '../../../src/db/index.js';
-import { issueLink, type Role } from '../../../src/domain/links.js';
+import { issueLink, type ResolvedLink, type Role } from '../../../src/domain/links.js';
+import { randomBase62 } from '../../../src/lib/crypto.js';
 import type { Lesson, LessonMode } from '../../../src/domain/lessons.js';
 import type { Partner } from '../../../src/domain/partners.js';
 import { partnerFactory } from '../../helpers/factories.js';
@@ -38,4 +39,23 @@ export async function lessonRow(sql: Sql, lessonId: string) {
 export async function sessionsOf(sql: Sql, lessonId: string) {
   return sql<{ id: number; started_at: Date; ended_at: Date | null; seconds: number; charged_seconds: number; people_max: number }[]>`
     SELECT id, started_at, ended_at, seconds, charged_seconds, people_max FROM sessions WHERE lesson_id = ${lessonId} ORDER BY id`;
+}
+
+/** A link as a lookup resolves it, with no row behind it (the in-memory parts: InMemoryLinks, memoryParts). */
+export function resolvedLink(o: { lessonId?: string; name?: string; expiresAt: Date }): ResolvedLink {
+  return {
+    link_id: randomBase62(12),
+    lesson_id: o.lessonId ?? randomBase62(12),
+    partner_id: 'partner',
+    user_hash: randomBase62(16),
+    name: o.name ?? 'Ann',
+    role: 'student',
+    expires_at: o.expiresAt,
+    lesson_mode: 'full',
+    subject_mode: 'generic',
+    lesson_title: 'Lesson',
+    external_id: null,
+    archived: false,
+    revoked: false,
+  };
 }
