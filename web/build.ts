@@ -55,9 +55,9 @@ const EXCALIDRAW_FIXES: { what: string; find: RegExp; replace: string; found: nu
   },
   {
     // Excalidraw's laser trails run an animation frame loop for the collaborators' lasers from the
-    // editor's mount to its unmount, whether anyone points a laser or not: every idle board page
-    // asked for 60 frames a second (an idle page's CPU fell about ninefold without it, on a laptop
-    // and a phone alike). The loop now stops while no collaborator holds the laser ...
+    // editor's mount to its unmount, whether anyone points a laser or not, so an idle board page
+    // asks for 60 frames a second (about nine times the CPU of a page without it: a phone's
+    // battery). The loop stops while no collaborator holds the laser ...
     what: "the collaborators' laser loop",
     find: /onFrame\(\)\{this\.updateCollabTrails\(\)\}/g,
     replace: 'onFrame(){this.updateCollabTrails();for(let c of this.app.state.collaborators.values())if(c.pointer?.tool==="laser")return!1;return!0}',

@@ -1,3 +1,4 @@
+import { causedByInput, writeSplitting } from '../../src/db/errors.js';
 import type { Logger } from '../../src/logger.js';
 import { Batcher } from '../../src/lib/Batcher.js';
 import { withRetry } from '../../src/lib/retry.js';
@@ -16,10 +17,12 @@ export interface DurableBatchesOptions<T> {
   maxKept: number;
   /** a batch was written */
   written?: (batch: T[]) => void;
-  /** a kept item was dropped (too many waiting) */
+  /** an item is given up: too many kept, or refused by Postgres for good */
   dropped?: (item: T) => void;
   /** a kept item goes into a batch again */
   again?: (item: T) => void;
+  /** the lesson an item belongs to, logged with an item Postgres refuses for good */
+  lessonOf: (item: T) => string;
 }
 
 /**
@@ -27,14 +30,21 @@ export interface DurableBatchesOptions<T> {
  * batch (src/lib/Batcher.ts, two at a time) is tried again after each of
  * `retries.waits`, and when every attempt failed it is kept (KeptForLater)
  * and its items are added again every `retries.againMs` until they are
- * written. The write is a function, so an in-memory gateway writes elsewhere
- * with the same batching and keeping.
+ * written. A batch holds many lessons' items, so a write Postgres refuses for
+ * what it wrote (causedByInput: bad data, a constraint) is split until the
+ * item that causes it is alone (writeSplitting): the others are written, and
+ * that one is dropped and logged with its lesson, as kept it would be refused
+ * again for ever. The write is a function, so an in-memory gateway writes
+ * elsewhere with the same batching and keeping.
  */
 export class DurableBatches<T> {
   private readonly batcher: Batcher<T>;
   private readonly kept: KeptForLater<T>;
 
-  constructor(log: Logger, o: DurableBatchesOptions<T>) {
+  constructor(
+    private readonly log: Logger,
+    o: DurableBatchesOptions<T>,
+  ) {
     this.kept = new KeptForLater(log, {
       what: o.what,
       max: o.maxKept,
@@ -47,12 +57,18 @@ export class DurableBatches<T> {
     });
     this.batcher = new Batcher<T, void>(
       async (batch) => {
-        try {
-          await withRetry(() => o.write(batch), o.retries.waits);
-          o.written?.(batch);
-        } catch (err) {
-          this.kept.keep(batch, err);
-        }
+        await writeSplitting(
+          batch,
+          async (group) => {
+            await withRetry(() => o.write(group), o.retries.waits, (err) => !causedByInput(err));
+            o.written?.(group);
+          },
+          (group, err) => {
+            if (!causedByInput(err)) return this.kept.keep(group, err);
+            o.dropped?.(group[0]);
+            this.log.error({ err, lesson_id: o.lessonOf(group[0]) }, `${o.what}: one refused by Postgres for good, not recorded`);
+          },
+        );
         return batch.map((): void => undefined);
       },
       { delayMs: o.batchMs, max: o.batchMax, concurrency: 2 },

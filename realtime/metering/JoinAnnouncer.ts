@@ -59,6 +59,7 @@ export class JoinAnnouncer {
       },
       dropped: (join) => this.unrecorded.delete(join),
       again: (join) => this.unrecorded.add(join),
+      lessonOf: (join) => join.lessonId,
     });
   }
 

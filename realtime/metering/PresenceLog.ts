@@ -26,7 +26,7 @@ export class PresenceLog {
     log: Logger,
     retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS },
   ) {
-    this.batches = new DurableBatches(log, { write, retries, batchMs: BATCH_MS, batchMax: BATCH_MAX, what: 'presence marks', maxKept: WAITING_MAX });
+    this.batches = new DurableBatches(log, { write, retries, batchMs: BATCH_MS, batchMax: BATCH_MAX, what: 'presence marks', maxKept: WAITING_MAX, lessonOf: (m) => m.lessonId });
   }
 
   add(mark: PresenceMark): void {

@@ -109,15 +109,17 @@ export async function retryWhileConnectionLost<T>(step: () => Promise<T>, opts: 
 }
 
 /**
- * A failure caused by what a statement wrote (bad data, a constraint, a trigger): any Postgres error
- * but those of the connection, the server's resources or an operator (SQLSTATE classes 08, 53, 57,
- * 58) and rollbacks (40). Running the same write again fails the same way; running it without the
- * item that caused it succeeds. Anything that is not an answer from Postgres is not.
+ * A failure caused by what a statement wrote: bad data (SQLSTATE class 22, e.g. a value out of
+ * range), a constraint (23), a limit of Postgres (54, e.g. a row too large) or a trigger's own
+ * exception (P0). Running the same write again fails the same way; running it without the item that
+ * caused it succeeds. Every other failure may pass: the connection, the server's resources, an
+ * operator, a rollback, a lock, a database refusing connections (55000) and anything that is not an
+ * answer from Postgres.
  */
 export function causedByInput(err: unknown): boolean {
   const e = err as { name?: string; code?: unknown } | null;
   if (e?.name !== 'PostgresError' || typeof e.code !== 'string') return false;
-  return !['08', '40', '53', '57', '58'].includes(e.code.slice(0, 2));
+  return ['22', '23', '54', 'P0'].includes(e.code.slice(0, 2));
 }
 
 /**
