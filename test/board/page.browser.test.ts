@@ -7,6 +7,7 @@ import { issueLink } from '../../src/domain/links.js';
 import { readPreview, startTestApi } from '../helpers/api.js';
 import { partnerFactory, type PartnerFixture } from '../helpers/factories.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
+import { eventually } from '../helpers/wait.js';
 import { drawRect, ink, laterDrawing, showsExactly } from './actions.js';
 import { startProxy } from './proxy.js';
 import { builtWeb, launchChromium } from './web.js';
@@ -145,6 +146,12 @@ describe('the participant page in Chromium, served by the gateway', () => {
     const a = await open(teacher.url);
     const b = await open(student.url);
     await drawStroke(a, [350, 250], 200);
+    // committed, and on b's board as committed, not only as a stroke in progress (which a cut takes away)
+    const committed = await eventually(async () => {
+      const snap = await api.request('GET', `/lessons/${lesson.id}/snapshot`, { key: p.apiKey });
+      return snap.body.elements.length === 1 && (snap.body.seq as number);
+    }, 'the first stroke committed');
+    await b.waitForFunction((seq) => Number(document.querySelector('[data-testid=board]')?.getAttribute('data-seq')) >= seq, committed, { timeout: 15_000 });
     await waitElements(b, 1);
     // the network stays away until the checks below are done (a fixed cut could run out on a
     // loaded machine before the stroke is drawn)
