@@ -64,10 +64,11 @@ const EXCALIDRAW_FIXES: { what: string; find: RegExp; replace: string; found: nu
     found: 0,
   },
   {
-    // ... and starts again whenever the page hands the editor its collaborators (updateScene).
+    // ... and starts again when the page hands the editor collaborators of whom one holds the laser (updateScene).
     what: 'the collaborators update',
     find: /\.collaborators&&this\.setState\(\{collaborators:(\w+)\.collaborators\}\)/g,
-    replace: '.collaborators&&(this.setState({collaborators:$1.collaborators}),this.animationFrameHandler.start(this.laserTrails))',
+    replace:
+      '.collaborators&&(this.setState({collaborators:$1.collaborators}),[...$1.collaborators.values()].some(c=>c.pointer?.tool==="laser")&&this.animationFrameHandler.start(this.laserTrails))',
     found: 0,
   },
 ];

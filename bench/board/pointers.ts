@@ -14,11 +14,14 @@
  * 2. The student's page CPU (Chrome's TaskDuration through the DevTools protocol: main-thread work
  *    of the page) over SECONDS while 10 others move their pointers on its page, against the same
  *    page with nobody moving, and over 3.5 s right after they stop, their 10 pointers still shown
- *    (an idle pointer costs nothing: nothing is drawn again until one moves).
+ *    (an idle pointer costs nothing: nothing is drawn again until one moves). With nobody moving, also
+ *    the whole browser's CPU (every Chromium process, /proc): what two idle pages cost the machine,
+ *    compositing included.
  *
  * Options: SECONDS (default 10), MOVE_MS (default 40), WEB_DIR (a built page; default: built from
  * this tree's sources).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import type { Page } from 'playwright-core';
 import WebSocket from 'ws';
@@ -77,6 +80,31 @@ class Mover {
   }
 }
 
+/** CPU seconds of this process's Chromium (every process of the browser: its pages, compositor, GPU), from /proc. */
+function browserCpuSeconds(): number {
+  const stats = new Map<number, string[]>();
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const s = readFileSync(`/proc/${p}/stat`, 'utf8');
+      stats.set(Number(p), [s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')), ...s.slice(s.lastIndexOf(')') + 2).split(' ')]);
+    } catch {
+      // a process that ended meanwhile
+    }
+  }
+  const ours = new Set([process.pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, f] of stats) if (!ours.has(pid) && ours.has(Number(f[2])) && f[0] !== 'node') {
+        ours.add(pid);
+        grew = true;
+      }
+  }
+  let ticks = 0;
+  for (const pid of ours) if (pid !== process.pid) ticks += Number(stats.get(pid)![12]) + Number(stats.get(pid)![13]);
+  return ticks / 100;
+}
+
 async function taskSeconds(page: Page): Promise<() => Promise<number>> {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Performance.enable');
@@ -123,7 +151,9 @@ async function main(): Promise<void> {
       await sleep(SECONDS * 1000);
       return ((await cpu()) - t0) / SECONDS;
     };
+    const browserT0 = browserCpuSeconds();
     const idle = await busy();
+    const browserIdle = (browserCpuSeconds() - browserT0) / SECONDS;
     movers.slice(0, MOVERS_FOR_CPU).forEach((m, i) => m.start(page, i));
     await student.waitForFunction((n) => JSON.parse(document.querySelector('[data-testid=board]')?.getAttribute('data-pointers') ?? '[]').length >= n, MOVERS_FOR_CPU);
     const moving = await busy();
@@ -193,6 +223,7 @@ async function main(): Promise<void> {
     console.log(`| pointer latency, max | ${f(Math.max(...latencies))} |`);
     console.log(`| moves shown / made | ${latencies.length} / ${moves.length} |`);
     console.log(`| the student page's CPU, nobody moving | ${(idle * 100).toFixed(1)} % of a core |`);
+    console.log(`| the whole browser's CPU (two idle pages, every Chromium process), nobody moving | ${(browserIdle * 100).toFixed(1)} % of a core |`);
     console.log(`| the student page's CPU, ${MOVERS_FOR_CPU} others moving | ${(moving * 100).toFixed(1)} % of a core |`);
     console.log(`| the student page's CPU, ${MOVERS_FOR_CPU} others' pointers shown, none moving (${IDLE_SHOWN_MS / 1000} s) | ${(still * 100).toFixed(1)} % of a core |`);
     console.log(`| load average at the end | ${loadavg().map((l) => l.toFixed(2)).join(' ')} |`);

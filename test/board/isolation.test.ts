@@ -6,6 +6,7 @@ import { suiteOrFull } from '../helpers/length.js';
 import { join, type TestClient } from '../realtime/helpers/client.js';
 import { lessonWithLinks, linkFor } from '../realtime/helpers/fixtures.js';
 import { lessonFactory } from '../helpers/lessons.js';
+import { poisonLesson } from '../helpers/poison.js';
 import { startTestGateway } from '../realtime/helpers/gateway.js';
 import { rect } from './factories.js';
 
@@ -23,21 +24,6 @@ const sql = gw.deps.sql;
 
 const answered = (c: TestClient, ref: string) => c.waitFor((m) => (m.type === 'board.ack' || m.type === 'board.reject') && m.ref === ref, `answer to ${ref}`, 30_000);
 
-/** A trigger that fails every board write of one lesson for good (SQLSTATE 22003, numeric value out of range). */
-async function poison(lessonId: string): Promise<void> {
-  await sql`CREATE TABLE IF NOT EXISTS test_poisoned (lesson_id text PRIMARY KEY)`;
-  await sql.unsafe(`
-    CREATE OR REPLACE FUNCTION test_poison() RETURNS trigger AS $$
-    BEGIN
-      IF NEW.lesson_id IN (SELECT lesson_id FROM test_poisoned) THEN
-        RAISE EXCEPTION 'integer out of range' USING ERRCODE = '22003';
-      END IF;
-      RETURN NEW;
-    END $$ LANGUAGE plpgsql`);
-  await sql`INSERT INTO test_poisoned VALUES (${lessonId}) ON CONFLICT DO NOTHING`;
-  await sql.unsafe(`DROP TRIGGER IF EXISTS test_poison ON board_elements; CREATE TRIGGER test_poison BEFORE INSERT OR UPDATE ON board_elements FOR EACH ROW EXECUTE FUNCTION test_poison()`);
-}
-
 /**
  * The scenario: `lessons` lessons of one partner draw `rate` operations a second each for `seconds`,
  * while one lesson of another partner sends an operation every 100 ms that fails its commit for good.
@@ -45,7 +31,7 @@ async function poison(lessonId: string): Promise<void> {
  */
 async function hostileScenario(o: { lessons: number; rate: number; seconds: number }) {
   const hostile = await lessonWithLinks(sql);
-  await poison(hostile.lesson.id);
+  await poisonLesson(sql, 'board_elements', hostile.lesson.id);
   const h = await join(gw.wsUrl(await hostile.link('t', { role: 'teacher' })));
   const other = await lessonWithLinks(sql);
   const clients: TestClient[] = [];

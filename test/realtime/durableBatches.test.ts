@@ -7,6 +7,7 @@ import { PresenceLog } from '../../realtime/metering/PresenceLog.js';
 import { makeDeps } from '../helpers/deps.js';
 import { isolatedEnv } from '../helpers/isolation.js';
 import { eventsOf } from '../helpers/lessons.js';
+import { poisonLesson } from '../helpers/poison.js';
 import { lessonWithLinks } from './helpers/fixtures.js';
 
 /**
@@ -24,25 +25,11 @@ const lines: { msg: string; lesson_id?: string }[] = [];
 const log = createLogger('info', { write: (l: string) => void lines.push(JSON.parse(l)) });
 const quick = { waits: [10, 10], againMs: 50 };
 
-async function poison(table: string, lessonId: string): Promise<void> {
-  await sql.unsafe(`
-    CREATE OR REPLACE FUNCTION test_poison() RETURNS trigger AS $$
-    BEGIN
-      IF NEW.lesson_id IN (SELECT lesson_id FROM test_poisoned) THEN
-        RAISE EXCEPTION 'integer out of range' USING ERRCODE = '22003';
-      END IF;
-      RETURN NEW;
-    END $$ LANGUAGE plpgsql`);
-  await sql`CREATE TABLE IF NOT EXISTS test_poisoned (lesson_id text PRIMARY KEY)`;
-  await sql`INSERT INTO test_poisoned VALUES (${lessonId}) ON CONFLICT DO NOTHING`;
-  await sql.unsafe(`DROP TRIGGER IF EXISTS test_poison ON ${table}; CREATE TRIGGER test_poison BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION test_poison()`);
-}
-
 describe('batched writes of many lessons', () => {
   it('writes every other lesson\'s participant.joined in the batch, and drops the one Postgres refuses for good, logged with its lesson', async () => {
     const hostile = await lessonWithLinks(sql);
     const others = await Promise.all([1, 2, 3, 4].map(() => lessonWithLinks(sql)));
-    await poison('participant_joins', hostile.lesson.id);
+    await poisonLesson(sql, 'participant_joins', hostile.lesson.id);
     const announcer = new JoinAnnouncer((batch) => recordParticipantsJoined(sql, batch), log, async () => {}, quick);
     const join = (l: (typeof others)[number], who: string): ParticipantJoin => ({
       lessonId: l.lesson.id, partnerId: l.partner.id, externalId: null, userHash: `h-${who}`, role: 'student', name: who, linkId: 'lnk_x', at: new Date(),
@@ -63,7 +50,7 @@ describe('batched writes of many lessons', () => {
   it('writes every other lesson\'s presence marks in the batch, and drops the one Postgres refuses for good, logged with its lesson', async () => {
     const hostile = await lessonWithLinks(sql);
     const others = await Promise.all([1, 2, 3].map(() => lessonWithLinks(sql)));
-    await poison('presence_marks', hostile.lesson.id);
+    await poisonLesson(sql, 'presence_marks', hostile.lesson.id);
     const presenceLog = new PresenceLog((batch) => recordPresenceMarks(sql, batch), log, quick);
     for (const l of [others[0], hostile, ...others.slice(1)]) presenceLog.add({ lessonId: l.lesson.id, personId: 'p1', joined: true, linkId: null, at: new Date() });
     await presenceLog.idle();
