@@ -26,12 +26,19 @@ const answered = (c: TestClient, ref: string) => c.waitFor((m) => (m.type === 'b
 
 /**
  * The scenario: `lessons` lessons of one partner draw `rate` operations a second each for `seconds`,
- * while one lesson of another partner sends an operation every 100 ms that fails its commit for good.
+ * while one lesson of another partner sends an operation every 100 ms that fails its commit for good,
+ * on a busy database.
  * Returns the other partner's refused operations and the hostile lesson's answers.
  */
 async function hostileScenario(o: { lessons: number; rate: number; seconds: number }) {
   const hostile = await lessonWithLinks(sql);
   await poisonLesson(sql, 'board_elements', hostile.lesson.id);
+  // the database is busy: each board write takes 100 ms longer, so the waiting operations of many
+  // lessons, the hostile one's among them, share each commit (on a quiet machine they would not)
+  await sql.unsafe(`
+    CREATE OR REPLACE FUNCTION test_busy() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.1); RETURN NULL; END $$ LANGUAGE plpgsql;
+    DROP TRIGGER IF EXISTS test_busy ON board_elements;
+    CREATE TRIGGER test_busy AFTER INSERT OR UPDATE ON board_elements FOR EACH STATEMENT EXECUTE FUNCTION test_busy()`);
   const h = await join(gw.wsUrl(await hostile.link('t', { role: 'teacher' })));
   const other = await lessonWithLinks(sql);
   const clients: TestClient[] = [];
@@ -79,6 +86,7 @@ describe('one lesson never fails another', () => {
     expect(lessonFailures).toBeGreaterThan(0);
     expect(/cause="transient"\} (\d+)/.exec(failures)?.[1]).toBe('0');
     await sql`DELETE FROM test_poisoned`;
+    await sql`DROP TRIGGER test_busy ON board_elements`;
   }, 120_000);
 
   it('deletes a page whose element stands at the highest version: the tombstone stays in range and the commit succeeds', async () => {
