@@ -44,6 +44,7 @@ const noMetrics: GatewayMetrics = {
   upgradeRefused() {},
   connectionCap() {},
   boardCommitFailed() {},
+  writeRefused() {},
 };
 
 /** A connection whose departure presence has not heard yet (Redis was unreachable), retried by Maintenance. */
@@ -137,6 +138,10 @@ export class Gateway implements GatewayApi, MaintainedGateway, DrainedGateway, R
     this.metrics = parts.metrics ?? noMetrics;
     const metrics = this.metrics;
     this.countOut = (type, n) => metrics.messageOut(type, n);
+    // a row of one lesson that Postgres refuses for good is left out of its batch, logged with the lesson, and counted here
+    this.announcer.onRefused = () => metrics.writeRefused('participant.joined');
+    this.presenceLog.onRefused = () => metrics.writeRefused('presence marks');
+    this.meter.onRefused = (what) => metrics.writeRefused(what);
     metrics.setSource({ connections: () => this.connCount, lessonsOpen: () => this.lessonsById.size, sessionsRunning: () => this.sessionsRunning() });
     const c = deps.config;
     this.lessonShared = {

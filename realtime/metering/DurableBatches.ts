@@ -23,6 +23,8 @@ export interface DurableBatchesOptions<T> {
   again?: (item: T) => void;
   /** the lesson an item belongs to, logged with an item Postgres refuses for good */
   lessonOf: (item: T) => string;
+  /** an item Postgres refuses for good was left out (after `dropped`) */
+  refused?: () => void;
 }
 
 /**
@@ -66,6 +68,7 @@ export class DurableBatches<T> {
           (group, err) => {
             if (!causedByInput(err)) return this.kept.keep(group, err);
             o.dropped?.(group[0]);
+            o.refused?.();
             this.log.error({ err, lesson_id: o.lessonOf(group[0]) }, `${o.what}: one refused by Postgres for good, not recorded`);
           },
         );

@@ -38,6 +38,8 @@ export class JoinAnnouncer {
   private readonly batches: DurableBatches<ParticipantJoin>;
   /** every arrival added and neither committed nor forgotten (forgetUnrecorded): pending, in a batch, or kept */
   private readonly unrecorded = new Set<ParticipantJoin>();
+  /** an arrival Postgres refuses for good was left out of its batch (the gateway counts it) */
+  onRefused: (() => void) | undefined;
 
   constructor(
     /** records a batch in one transaction (recordParticipantsJoined on Postgres) */
@@ -60,6 +62,7 @@ export class JoinAnnouncer {
       dropped: (join) => this.unrecorded.delete(join),
       again: (join) => this.unrecorded.add(join),
       lessonOf: (join) => join.lessonId,
+      refused: () => this.onRefused?.(),
     });
   }
 

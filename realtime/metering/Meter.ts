@@ -64,6 +64,8 @@ export class Meter {
   private readonly queue: KeyedQueue;
   /** the marks of a lesson open on this node (held by its Lesson: the Gateway sets this); none for the others */
   marksOf: (lessonId: string) => MeterMarks | undefined = () => undefined;
+  /** a lesson's charge or snapshot Postgres refuses for good was left out of its batch (the gateway counts it) */
+  onRefused: ((what: 'meter charge' | 'meter snapshot') => void) | undefined;
   private readonly snapshots: SnapshotWriter;
   private readonly starts: Batcher<SessionStartInput, SessionStartResult | undefined>;
   private readonly pauses: Batcher<MeteredItem>;
@@ -196,8 +198,10 @@ export class Meter {
           for (const it of batch) this.markCharged(lessonOf.get(it.sessionId)!, it.sessionId, it.cumulativeSeconds);
         },
         (batch, err) => {
-          const who = batch.length === 1 ? { session_id: batch[0].sessionId } : { sessions: batch.length };
-          this.log.error({ err, ...who, cause: causedByInput(err) ? 'session' : 'transient' }, 'flush charge failed');
+          const who = batch.length === 1 ? { session_id: batch[0].sessionId, lesson_id: lessonOf.get(batch[0].sessionId) } : { sessions: batch.length };
+          const refused = causedByInput(err);
+          this.log.error({ err, ...who, cause: refused ? 'session' : 'transient' }, 'flush charge failed');
+          if (refused) this.onRefused?.('meter charge');
         },
       );
     }
@@ -215,7 +219,10 @@ export class Meter {
         await this.ledger.saveSnapshots(group);
         for (const sn of group) this.markSnapshot(sn.lessonId, sn.seq, now);
       },
-      (group, err) => this.log.error({ err, ...(group.length === 1 ? { lesson_id: group[0].lessonId } : { lessons: group.length }) }, 'meter snapshot failed'),
+      (group, err) => {
+        this.log.error({ err, ...(group.length === 1 ? { lesson_id: group[0].lessonId } : { lessons: group.length }) }, 'meter snapshot failed');
+        if (causedByInput(err)) this.onRefused?.('meter snapshot');
+      },
     );
   }
 

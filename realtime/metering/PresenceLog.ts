@@ -19,6 +19,8 @@ const WAITING_MAX = 50_000;
  */
 export class PresenceLog {
   private readonly batches: DurableBatches<PresenceMark>;
+  /** a mark Postgres refuses for good was left out of its batch (the gateway counts it) */
+  onRefused: (() => void) | undefined;
 
   constructor(
     /** records a batch (recordPresenceMarks on Postgres) */
@@ -26,7 +28,7 @@ export class PresenceLog {
     log: Logger,
     retries: RetrySchedule = { waits: RETRY_WAITS, againMs: AGAIN_MS },
   ) {
-    this.batches = new DurableBatches(log, { write, retries, batchMs: BATCH_MS, batchMax: BATCH_MAX, what: 'presence marks', maxKept: WAITING_MAX, lessonOf: (m) => m.lessonId });
+    this.batches = new DurableBatches(log, { write, retries, batchMs: BATCH_MS, batchMax: BATCH_MAX, what: 'presence marks', maxKept: WAITING_MAX, lessonOf: (m) => m.lessonId, refused: () => this.onRefused?.() });
   }
 
   add(mark: PresenceMark): void {

@@ -53,7 +53,13 @@ export interface GatewayMetrics {
   connectionCap(max: number): void;
   /** one lesson's board operations were refused because its commit failed for good (`cause`: `lesson` when its own batch caused it, `transient` when the database did) */
   boardCommitFailed(cause: 'lesson' | 'transient'): void;
+  /** one lesson's row was left out of a batched write because Postgres refuses it for good (the rest of the batch is written) */
+  writeRefused(what: RefusedWrite): void;
 }
+
+/** The gateway's batched writes that leave out a row Postgres refuses for good: the `what` label of `lessons_gateway_writes_refused_total`. */
+export const REFUSED_WRITES = ['participant.joined', 'presence marks', 'meter charge', 'meter snapshot'] as const;
+export type RefusedWrite = (typeof REFUSED_WRITES)[number];
 
 /** Why the gateway refused an upgrade: the `reason` label of `lessons_gateway_upgrades_refused_total` (docs/operations.md). */
 export const UPGRADE_REFUSALS = ['full', 'draining', 'not_handshake', 'origin', 'per_ip', 'unauthorized', 'archived', 'unavailable'] as const;
@@ -187,6 +193,13 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     registers: [registry],
   });
   for (const c of ['lesson', 'transient']) boardFailures.labels(c).inc(0);
+  const writesRefused = new Counter({
+    name: `${METRIC_PREFIX}gateway_writes_refused_total`,
+    help: "Rows of one lesson left out of a batched write because Postgres refuses them for good (a data, constraint or limit error); the rest of the batch is written. The log line names the lesson.",
+    labelNames: ['what'] as const,
+    registers: [registry],
+  });
+  for (const w of REFUSED_WRITES) writesRefused.labels(w).inc(0);
   let cap = 0;
   readOnScrape('gateway_connection_cap', 'Sockets (open or upgrading) this gateway holds at most; past it upgrades get 503 and /readyz 503.', () => cap);
   const refusalReason = boundedLabel(24);
@@ -246,6 +259,9 @@ export function gatewayMetrics(registry: Registry, now: () => number = Date.now)
     },
     boardCommitFailed(cause) {
       boardFailures.labels(cause).inc();
+    },
+    writeRefused(what) {
+      writesRefused.labels(what).inc();
     },
   };
 }

@@ -76,6 +76,15 @@ describe('gatewayMetrics', () => {
     expect(text).toContain('lessons_gateway_upgrades_refused_total{reason="other"} 1');
   });
 
+  it('counts the rows of one lesson left out of a batched write, by what they were (each exported at 0 from the start)', async () => {
+    const registry = createRegistry();
+    const m = gatewayMetrics(registry);
+    m.writeRefused('participant.joined');
+    const text = await registry.metrics();
+    expect(text).toContain('lessons_gateway_writes_refused_total{what="participant.joined"} 1');
+    for (const what of ['presence marks', 'meter charge', 'meter snapshot']) expect(text).toContain(`lessons_gateway_writes_refused_total{what="${what}"} 0`);
+  });
+
   it('bounds open label sets: message types past the limit, and values that look like ids or tokens, become "other"', () => {
     const label = boundedLabel(3);
     expect(['a', 'b', 'a', 'c', 'd', 'b'].map(label)).toEqual(['a', 'b', 'a', 'c', 'other', 'b']);

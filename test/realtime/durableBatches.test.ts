@@ -31,6 +31,8 @@ describe('batched writes of many lessons', () => {
     const others = await Promise.all([1, 2, 3, 4].map(() => lessonWithLinks(sql)));
     await poisonLesson(sql, 'participant_joins', hostile.lesson.id);
     const announcer = new JoinAnnouncer((batch) => recordParticipantsJoined(sql, batch), log, async () => {}, quick);
+    let refused = 0;
+    announcer.onRefused = () => refused++;
     const join = (l: (typeof others)[number], who: string): ParticipantJoin => ({
       lessonId: l.lesson.id, partnerId: l.partner.id, externalId: null, userHash: `h-${who}`, role: 'student', name: who, linkId: 'lnk_x', at: new Date(),
     });
@@ -40,6 +42,7 @@ describe('batched writes of many lessons', () => {
     for (const l of others) expect((await eventsOf(sql, l.partner.id, 'participant.joined')).length, l.lesson.id).toBe(1);
     expect(await eventsOf(sql, hostile.partner.id, 'participant.joined')).toEqual([]);
     expect(lines.filter((l) => l.lesson_id === hostile.lesson.id).map((l) => l.msg)).toEqual(['participant.joined: one refused by Postgres for good, not recorded']);
+    expect(refused).toBe(1); // the gateway counts it (lessons_gateway_writes_refused_total)
     // not kept for a later try: nothing is written or logged again
     await new Promise((r) => setTimeout(r, 200));
     await announcer.idle();
@@ -52,11 +55,14 @@ describe('batched writes of many lessons', () => {
     const others = await Promise.all([1, 2, 3].map(() => lessonWithLinks(sql)));
     await poisonLesson(sql, 'presence_marks', hostile.lesson.id);
     const presenceLog = new PresenceLog((batch) => recordPresenceMarks(sql, batch), log, quick);
+    let refused = 0;
+    presenceLog.onRefused = () => refused++;
     for (const l of [others[0], hostile, ...others.slice(1)]) presenceLog.add({ lessonId: l.lesson.id, personId: 'p1', joined: true, linkId: null, at: new Date() });
     await presenceLog.idle();
     const written = await sql<{ lesson_id: string }[]>`SELECT lesson_id FROM presence_marks`;
     expect(written.map((r) => r.lesson_id).sort()).toEqual(others.map((l) => l.lesson.id).sort());
     expect(lines.filter((l) => l.lesson_id === hostile.lesson.id).map((l) => l.msg)).toEqual(['presence marks: one refused by Postgres for good, not recorded']);
+    expect(refused).toBe(1);
     presenceLog.close();
   });
 });
