@@ -1,6 +1,6 @@
 import type { Logger } from '../../src/logger.js';
 
-/** The waits (ms) between a batch's attempts, and before a kept batch's next try (`everyMs`); tests of an outage shorten them. */
+/** The waits (ms) between a batch's attempts, and before a kept batch's next try (`againMs`); tests of an outage shorten them. */
 export interface RetrySchedule {
   waits: readonly number[];
   againMs: number;

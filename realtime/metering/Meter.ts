@@ -194,7 +194,8 @@ export class Meter {
       await writeSplitting(
         items.slice(i, i + FLUSH_BATCH),
         async (batch) => {
-          await withRetry(() => this.ledger.charge(batch), [100, 500]);
+          // a lost connection is tried again; a row Postgres refuses for good is split out at once
+          await withRetry(() => this.ledger.charge(batch), [100, 500], (err) => !causedByInput(err));
           for (const it of batch) this.markCharged(lessonOf.get(it.sessionId)!, it.sessionId, it.cumulativeSeconds);
         },
         (batch, err) => {
