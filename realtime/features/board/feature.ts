@@ -7,14 +7,17 @@ import type { ClientConnection } from '../../ClientConnection.js';
 import { lessonKey } from '../../lesson/Lesson.js';
 import { TokenBucket } from '../../lib/TokenBucket.js';
 import { BoardFanout, originOf, tellNoImages } from './fanout.js';
+import type { LessonFeed } from './feed.js';
 import type { BoardService } from './service.js';
 
-/** The board of one lesson on this node: the feed's one listener, kept on the Lesson. */
+/** The board of one lesson on this node, kept on the Lesson: its feed and the feed's one listener. */
 interface LessonBoard {
+  /**
+   * what this node commits and hears of the lesson, in order; `started()`: it knows where the
+   * board stands (BoardService.openFeed), which a client's board.sync and board.op wait for
+   */
+  feed: LessonFeed;
   fanout: BoardFanout;
-  /** the feed knows where the board stands (BoardService.listen): a client's board.sync and board.op wait for it */
-  started: () => Promise<number>;
-  leave: () => void;
 }
 const BOARD = lessonKey<LessonBoard>('board');
 
@@ -99,7 +102,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
       fanout.expect(conn, msg.ref);
       try {
         // committed after the feed's starting seq, so the feed acknowledges it in order
-        await lb.started();
+        await lb.feed.started();
         const ack = await board.submit(conn.lessonId, msg.op, { role: conn.person.role, person_id: conn.person.id }, originOf(conn, msg.ref));
         fanout.committed(conn, msg.ref, ack.seq);
       } catch (err) {
@@ -119,7 +122,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
       let r;
       try {
         // read at or after the seq the lesson's feed started from: every later operation reaches this page
-        await gateway.lesson(conn.lessonId)?.get(BOARD)?.started();
+        await gateway.lesson(conn.lessonId)?.get(BOARD)?.feed.started();
         r = await board.read(conn.lessonId, msg.since);
       } catch (err) {
         // The page cannot go on without the board: it reconnects with backoff and asks again.
@@ -154,16 +157,18 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
     messages: [op, sync, stroke],
     attach(gateway) {
       board.relay = { publish: (lessonId, ops) => gateway.publish(lessonId, 'board', JSON.stringify(ops)) };
+      board.lessonFeed = (lessonId) => gateway.lesson(lessonId)?.get(BOARD)?.feed;
       board.onCommitFailed = (cause) => gateway.metrics.boardCommitFailed(cause);
     },
     onLessonOpen(lesson) {
-      // not awaiting the feed's start: a first arrival's welcome does not wait for the board (see listen)
+      // not awaiting the feed's start: a first arrival's welcome does not wait for the board (see openFeed)
       const fanout = new BoardFanout(() => lesson.present());
-      const sub = board.listen(lesson.id, fanout);
-      lesson.set(BOARD, { fanout, started: sub.started, leave: sub.leave });
+      const feed = board.openFeed(lesson.id);
+      feed.listeners.add(fanout);
+      lesson.set(BOARD, { feed, fanout });
     },
     onLessonClose(lesson) {
-      lesson.get(BOARD)?.leave();
+      lesson.get(BOARD)?.feed.close();
       board.lessonLeft(lesson.id);
     },
     onBus: {
@@ -175,7 +180,7 @@ export function boardFeature(deps: Deps, board: BoardService): GatewayFeature {
           log.warn({ lesson_id: lesson.id }, 'unreadable board envelope');
           return;
         }
-        board.received(lesson.id, ops);
+        lesson.get(BOARD)?.feed.push(ops);
       },
     },
     onClosed({ conn, gateway }) {

@@ -34,6 +34,8 @@ export class LessonFeed {
     private readonly gapMs: number,
     /** reads the board's current seq from the store (used on start and to close a gap) */
     private readonly currentSeq: () => Promise<number>,
+    /** told once, at close */
+    private readonly onClose?: () => void,
   ) {}
 
   get seq(): number | undefined {
@@ -76,12 +78,16 @@ export class LessonFeed {
   }
 
   push(ops: SequencedOp[]): void {
+    // a closed feed hears nothing more (no gap of it waits for a read)
+    if (this.closed) return;
     for (const o of ops) if (this.last === undefined || o.seq > this.last) this.pending.set(o.seq, o);
     if (this.last !== undefined) this.drain();
   }
 
   close(): void {
+    if (this.closed) return;
     this.closed = true;
+    this.onClose?.();
     if (this.gapTimer) clearTimeout(this.gapTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.gapTimer = this.retryTimer = null;
@@ -114,6 +120,7 @@ export class LessonFeed {
     try {
       seq = await this.currentSeq();
     } catch {
+      if (this.closed) return;
       // Postgres unreachable: try again later rather than lose track
       this.gapTimer = setTimeout(() => void this.closeGap(), this.gapMs);
       this.gapTimer.unref();

@@ -32,7 +32,8 @@ export interface BoardServiceOptions {
 /**
  * How committed operations reach the other nodes: on the gateway, the
  * lesson's one bus channel (kind `board`, see feature.ts); a node hands what
- * it hears to `BoardService.received`. Without a relay (the API, tools) the
+ * it hears to the lesson's feed (`BoardService.received` for the feeds of
+ * `listen`). Without a relay (the API, tools) the
  * operations stay on this node, and other nodes resync their pages when they
  * notice the gap.
  */
@@ -46,9 +47,10 @@ export interface BoardRelay {
  *
  * - `submit` validates an operation (zod, size limits), has it sequenced and
  *   stored by the lesson's BoardRoom, and resolves once it is durable.
- * - `join` gives a local listener every committed operation of a lesson, in
- *   order, whichever node committed it (the relay carries them between nodes;
- *   Postgres decided the order).
+ * - `openFeed` gives every committed operation of a lesson to its listeners
+ *   here, in order, whichever node committed it (the relay carries them
+ *   between nodes; Postgres decided the order); the gateway's Lesson holds its
+ *   one feed, `listen` and `join` keep feeds here for callers without one.
  * - `read` serves the board state for a new or reconnecting client.
  * Previews are refreshed a little after each lesson's changes stop.
  */
@@ -58,7 +60,10 @@ export class BoardService {
   readonly previews: PreviewService;
   private readonly opts: BoardServiceOptions;
   private readonly rooms = new Map<string, BoardRoom>();
+  /** the feeds `listen` opened, without a gateway (tools, tests); the gateway keeps each lesson's on its Lesson */
   private readonly feeds = new Map<string, LessonFeed>();
+  /** feeds opened and not yet closed, however held (feedsOpen) */
+  private openFeeds = 0;
   private readonly previewTimers = new Map<string, NodeJS.Timeout>();
   /** when this node last rendered each lesson's preview (ms, monotonic); entries go with the timer */
   private readonly previewRenderedAt = new Map<string, number>();
@@ -67,6 +72,11 @@ export class BoardService {
   private rendering: Promise<void> | null = null;
   /** set by the gateway's board feature (the lesson bus) */
   relay: BoardRelay | undefined;
+  /**
+   * Set by the gateway's board feature: the feed of a lesson open on this node, kept on its Lesson,
+   * where this node's commits reach it (what other nodes commit reaches it through the Lesson too).
+   */
+  lessonFeed: ((lessonId: string) => LessonFeed | undefined) | undefined;
   /** set by the gateway's board feature: counts each lesson whose commit failed for good (its metrics) */
   onCommitFailed: ((cause: 'transient' | 'lesson') => void) | undefined;
   private readonly log: Deps['log'];
@@ -164,24 +174,36 @@ export class BoardService {
   }
 
   /**
-   * Starts relaying a lesson's operations to a local listener (the gateway's
-   * lesson calls it when it opens on this node, once its bus channel is
-   * subscribed: every commit published after that is heard). The listener is
-   * added at once; the feed holds what it hears until it knows where the
-   * board stands, a read of the board's seq that the lessons opening within a
-   * millisecond share. `started` resolves then, with that seq: a client's
-   * first read or write of the board awaits it, so that everything committed
-   * after what it read reaches it, but the lesson's opening does not (a
-   * class's first arrivals do not wait for a Postgres read before welcome).
-   * `leave` stops it.
+   * A new feed of the lesson's committed operations on this node, for its holder to give what
+   * this node hears of the lesson (`push`) and to close (the gateway's Lesson holds one from its
+   * opening to its closing, once its bus channel is subscribed: every commit published after that
+   * is heard). It starts at once: it holds what it hears until it knows where the board stands, a
+   * read of the board's seq that the feeds opening within a millisecond share. `started()` resolves
+   * then: a client's first read or write of the board awaits it, so that everything committed after
+   * what it read reaches it, but the lesson's opening does not (a class's first arrivals do not wait
+   * for a Postgres read before welcome).
+   */
+  openFeed(lessonId: string): LessonFeed {
+    const f = new LessonFeed(this.opts.gapMs, () => this.seqs.add(lessonId), () => void this.openFeeds--);
+    this.openFeeds++;
+    f.started().catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'board seq unavailable: the feed holds what it hears and reads again'));
+    return f;
+  }
+
+  /** Feeds open on this node, however held (tests: a lesson's feed closes with it). */
+  feedsOpen(): number {
+    return this.openFeeds;
+  }
+
+  /**
+   * Starts relaying a lesson's operations to a local listener without a gateway (tools, tests):
+   * the lesson's feed here (openFeed) is shared by its listeners and kept by this service until
+   * the last one leaves. `started` resolves with the seq the feed started from; `leave` stops it.
+   * Operations from other nodes reach it through `received`.
    */
   listen(lessonId: string, listener: BoardListener): { started: () => Promise<number>; leave: () => void } {
     let f = this.feeds.get(lessonId);
-    if (!f) {
-      f = new LessonFeed(this.opts.gapMs, () => this.seqs.add(lessonId));
-      this.feeds.set(lessonId, f);
-      f.started().catch((err) => this.log.warn({ err: (err as Error).message, lesson_id: lessonId }, 'board seq unavailable: the feed holds what it hears and reads again'));
-    }
+    if (!f) this.feeds.set(lessonId, (f = this.openFeed(lessonId)));
     const feed = f;
     feed.listeners.add(listener);
     return {
@@ -208,13 +230,15 @@ export class BoardService {
   }
 
   private onCommitted(lessonId: string, ops: SequencedOp[]): void {
+    // to the lesson's feed here: on its Lesson on a gateway, here for listen's
+    this.lessonFeed?.(lessonId)?.push(ops);
     this.feeds.get(lessonId)?.push(ops);
     // A lost publish: other nodes notice the gap with the next operation and resync their pages from Postgres.
     this.relay?.publish(lessonId, ops);
     this.schedulePreview(lessonId);
   }
 
-  /** Operations another node committed (from the relay). */
+  /** Operations another node committed (from the relay), for the feeds of `listen`. */
   received(lessonId: string, ops: SequencedOp[]): void {
     this.feeds.get(lessonId)?.push(ops);
   }
