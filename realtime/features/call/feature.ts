@@ -7,7 +7,11 @@ import { errorFrame } from '../../protocol/errors.js';
 import { callId } from './connections.js';
 import { mediaStateFrame, type MediaStates } from './media.js';
 import { LessonPeople } from './people.js';
+import { lessonKey } from '../../lesson/Lesson.js';
 import { iceServersFor } from './turn.js';
+
+/** Who is in the lesson, as `rtc.*` asks it: kept on the Lesson, made at its first signal. */
+const PEOPLE = lessonKey<LessonPeople>('call.people');
 
 /** Person ids are 16 base64url characters (realtime/Gateway.ts publicPersonId). */
 export const PERSON_ID = /^[A-Za-z0-9_-]{16}$/;
@@ -29,7 +33,6 @@ export function callAllowed(conn: ClientConnection, type: string): boolean {
  */
 export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
   const log = deps.log.child({ component: 'call' });
-  let people: LessonPeople | undefined;
   // the presence check is asynchronous: a socket's signals still leave in the order they came
   const inOrder = new KeyedQueue((err) => log.error({ err }, 'signal relay failed'));
   /**
@@ -64,10 +67,14 @@ export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
           conn.send(errorFrame('not_found', 'no such participant in this lesson', type));
           return;
         }
+        const lesson = gateway.lesson(conn.lessonId);
+        if (!lesson) return; // the connection is closing
+        let people = lesson.get(PEOPLE);
+        if (!people) lesson.set(PEOPLE, (people = new LessonPeople(lesson.id, gateway.presence, () => gateway.now())));
         const from = { from: conn.person.id, from_conn: callId(conn), ...(msg.to_conn ? { to_conn: msg.to_conn } : {}) };
         const frame = type === 'rtc.ice' ? { type, ...from, candidate: msg.candidate } : type === 'rtc.hello' ? { type, ...from } : { type, ...from, sdp: msg.sdp };
         return inOrder.run(conn.id, async () => {
-          if (!(await people!.has(conn.lessonId, msg.to))) conn.send(errorFrame('not_found', 'no such participant in this lesson', type));
+          if (!(await people.has(msg.to))) conn.send(errorFrame('not_found', 'no such participant in this lesson', type));
           else gateway.toPerson(conn.lessonId, msg.to, JSON.stringify(frame));
         });
       },
@@ -87,9 +94,6 @@ export function callFeature(deps: Deps, media: MediaStates): GatewayFeature {
   return {
     name: 'call',
     messages: [signal('rtc.hello'), signal('rtc.offer'), signal('rtc.answer'), signal('rtc.ice'), state],
-    attach(gateway) {
-      people = new LessonPeople(gateway.presence, () => gateway.now());
-    },
     async welcome({ conn }) {
       if (conn.link.lesson_mode !== 'full') return {};
       let states = {};
