@@ -4,6 +4,8 @@ import { readMeterSeeds } from '../../src/metering/meters.js';
 import type { Redis } from '../../src/redis.js';
 import type { GatewayFeature } from '../../realtime/features/api.js';
 import { boardFeature } from '../../realtime/features/board/feature.js';
+import { callFeature } from '../../realtime/features/call/feature.js';
+import { MediaStates } from '../../realtime/features/call/media.js';
 import { chatFeature } from '../../realtime/features/chat/feature.js';
 import { BoardService } from '../../realtime/features/board/service.js';
 import { rect } from '../board/factories.js';
@@ -48,8 +50,8 @@ async function newGateway(nodeId: string, features: GatewayFeature[] = [], on: P
   return { gw, events, open: opener(gw) };
 }
 
-async function links(names: string[]) {
-  const f = await lessonWithLinks(deps.sql);
+async function links(names: string[], mode?: 'full' | 'board_only') {
+  const f = await lessonWithLinks(deps.sql, { mode });
   const out: ResolvedLink[] = [];
   for (const n of names) out.push((await resolveLinkToken(deps.sql, await f.link(n, { name: n })))!);
   return { f, links: out };
@@ -135,6 +137,37 @@ describe('the gateway core on Postgres and Redis, driven with plain sockets and 
     // nobody is arriving any more: nothing is kept
     expect(n1.lesson(f.lesson.id)!.keptFrames()).toBe(0);
     await Promise.all([n1.close(), n2.gw.close()]);
+  });
+
+  it("keeps a lesson's board feed and its call's list of people on its Lesson: both go when the lesson closes here, and its next opening starts afresh", async () => {
+    const board = new BoardService(deps, { previewDebounceMs: 60_000 });
+    const n1 = await newGateway('unit-slots', [boardFeature(deps, board), callFeature(deps, new MediaStates(redis))]);
+    const { f, links: [ann, bob] } = await links(['Ann', 'Bob'], 'full');
+    const a = n1.open(ann);
+    const b = n1.open(bob);
+    await n1.gw.idle();
+    expect(board.feedsOpen()).toBe(1);
+    // Ann calls Bob: the lesson's list of people is read, Bob in it
+    const bobId = b.conn.person.id;
+    n1.gw.message(a.conn, JSON.stringify({ type: 'rtc.offer', to: bobId, sdp: 'v=0' }), false);
+    await vi.waitUntil(() => b.of('rtc.offer').length === 1);
+    b.drop();
+    a.drop();
+    await n1.gw.idle();
+    expect(n1.gw.lesson(f.lesson.id)).toBeUndefined();
+    expect(board.feedsOpen()).toBe(0);
+    // Ann is back while the clock stands still, within the second a list answers "yes" from: a list
+    // kept from the lesson's last opening would still have Bob; the new opening reads who is there
+    const again = n1.open(ann);
+    await n1.gw.idle();
+    expect(board.feedsOpen()).toBe(1);
+    n1.gw.message(again.conn, JSON.stringify({ type: 'rtc.offer', to: bobId, sdp: 'v=0' }), false);
+    await vi.waitUntil(() => again.of('error').length === 1);
+    expect(again.of('error')).toMatchObject([{ code: 'not_found', ref: 'rtc.offer' }]);
+    again.drop();
+    await n1.gw.idle();
+    expect(board.feedsOpen()).toBe(0);
+    await n1.gw.close();
   });
 
   it.each([['Redis']] as const)('relays between two nodes through the one lesson channel (%s): a frame for everyone, a frame for one person, a close', async () => {
