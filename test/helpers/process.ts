@@ -1,16 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type postgres from 'postgres';
-import { afterAll } from 'vitest';
 import { testEnv } from './deps.js';
 import { serviceEntry } from './entry.js';
+import { atFileEnd } from './fileEnd.js';
 
 const children = new Set<ChildProcess>();
-// Registered when a test file imports this helper: every child it started is
-// killed when the file ends (an afterAll inside a test body would not run),
-// and on exit of the worker as a backstop.
-afterAll(async () => {
-  await Promise.all([...children].map((c) => killAndWait(c, 'SIGKILL')));
-});
+// Every child a test file started is killed when the file ends (atFileEnd), and on exit of the worker as a backstop.
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
@@ -38,6 +33,7 @@ export async function spawnService(env: Record<string, string>, readyUrl: string
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
+  atFileEnd(() => killAndWait(child, 'SIGKILL'));
   child.once('exit', () => children.delete(child));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));

@@ -2,18 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
 import { testEnv } from '../../helpers/deps.js';
 import { serviceEntry } from '../../helpers/entry.js';
+import { atFileEnd } from '../../helpers/fileEnd.js';
 import { freePort } from '../../helpers/net.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const children = new Set<ChildProcess>();
-afterAll(async () => {
-  for (const c of children) c.kill('SIGKILL');
-  children.clear();
-});
-// a backstop, as test/helpers/process.ts has: a worker that ends without the afterAll (a filtered or
+// a backstop, as test/helpers/process.ts has: a worker that ends without its file's end (a filtered or
 // aborted run) must not leave gateways running (two were found still serving a test database)
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
@@ -45,6 +41,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(proc);
+  atFileEnd(() => void proc.kill('SIGKILL'));
   const logs: string[] = [];
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
@@ -103,6 +100,7 @@ export async function spawnRedis(port?: number): Promise<{ port: number; url: st
   const p = port ?? (await freePort());
   const proc = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   children.add(proc);
+  atFileEnd(() => void proc.kill('SIGKILL'));
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
   const deadline = Date.now() + 10_000;

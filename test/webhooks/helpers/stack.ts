@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { afterAll, inject } from 'vitest';
+import { inject } from 'vitest';
 import { migrate } from '../../../src/db/migrate.js';
 import type { Deps } from '../../../src/deps.js';
 import { recordEvent, type EventType } from '../../../src/events/outbox.js';
@@ -12,18 +12,9 @@ import { buildWebhookRuntime } from '../../../src/webhooks/runtime.js';
 import { startApi } from '../../../src/server.js';
 import { PREFIX, type ApiResponse } from '../../helpers/api.js';
 import { makeDeps } from '../../helpers/deps.js';
+import { atFileEnd } from '../../helpers/fileEnd.js';
 import { partnerFactory } from '../../helpers/factories.js';
 import { testCa } from './tls.js';
-
-/**
- * Everything a stack starts is stopped here, newest first, when the file ends.
- * One hook registered at import: stacks are also started inside test bodies,
- * where an afterAll of their own would never run.
- */
-const cleanups: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
 
 let orphansSwept = false;
 
@@ -52,7 +43,7 @@ export async function isolatedDatabase(): Promise<string> {
     await sql.end();
   }
   await migrate(url.toString());
-  cleanups.push(async () => {
+  atFileEnd(async () => {
     const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
     await sql.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     await sql.end();
@@ -65,7 +56,7 @@ async function startStackApi(env: Record<string, string>, resolve: Resolver, clo
   const base = makeDeps({ env, clock });
   const deps = { ...base, webhookRuntime: buildWebhookRuntime(base.config, { resolve, ca: testCa() }) };
   const api = await startApi(deps, 0);
-  cleanups.push(async () => {
+  atFileEnd(async () => {
     await api.close();
     await deps.close();
   });
@@ -131,7 +122,7 @@ export async function startWebhookStack(opts: StackOptions = {}) {
       await d.close();
       await deps.close();
     };
-    cleanups.push(close);
+    atFileEnd(close);
     return { ...d, deps, close };
   }
 
