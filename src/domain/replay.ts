@@ -18,7 +18,8 @@ export interface HistoryItem extends HistoryEntry {
 /**
  * A page of a board's history after `afterSeq`, oldest first (docs/snapshot-format.md, "History").
  * The author's person reference comes from the link the person arrived through (their presence
- * marks name it): a person who wrote was present, so every author has one.
+ * marks name it): a person who wrote was present, so every author has one once the gateway has
+ * written their arrival (in batches: a read just after it may still show null).
  */
 export async function readHistory(db: Db, lessonId: string, afterSeq: number, limit: number): Promise<HistoryItem[]> {
   const entries = await boardHistory(db, lessonId, afterSeq, limit);

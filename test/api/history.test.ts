@@ -38,6 +38,9 @@ async function drawnLesson() {
   await send(teacher, 'c', { type: 'page.add', page: { id: 'p2', name: 'Page 2' }, after_page_id: null });
   await send(student, 'd', { type: 'element.delete', elements: [{ id: 'r2', version: 2, version_nonce: 0 }] });
   await send(teacher, 'e', { type: 'element.update', elements: [rect('r2', { x: 300, version: 3 })] });
+  // an author's reference comes from their arrival's presence mark, which the gateway writes in a batch
+  await gw.settle();
+  await gw.gateway.presenceLog.idle();
   return { ...f, tl, sl, teacher, student };
 }
 
