@@ -39,19 +39,29 @@ await migrate(config.DATABASE_URL);
 const deps = createDeps(config, { log: createLogger(config.LOG_LEVEL) });
 const gw = await startGateway(deps);
 const api = await startApi(deps);
-
-const partner = await createPartner(deps.sql, { name: 'dev' });
-const { apiKey } = await createApiKey(deps.sql, partner.id);
-await topUp(deps.sql, { partnerId: partner.id, minutes: 600, at: new Date() });
-const subject = SubjectModeSchema.parse(process.env.SUBJECT ?? 'math');
-const lesson = await createLesson(deps.sql, partner, { title: 'Dev lesson', subject_mode: subject, mode: process.env.MODE === 'board_only' ? 'board_only' : 'full' }, new Date());
-const base = `http://127.0.0.1:${gw.port}`;
-for (const [id, name, role] of [['t', 'Anna (teacher)', 'teacher'], ['s', 'Boris', 'student']] as const) {
-  const l = await issueLink(deps.sql, { partner, lesson, input: { user: { id, name, role }, ttl_minutes: 180 }, embedBaseUrl: base, at: new Date() });
-  console.log(`${role}: ${l.url}`);
-}
-console.log(`snapshot: curl -H 'authorization: Bearer ${apiKey}' http://127.0.0.1:${api.port}/api/partner/v1/lessons/${lesson.id}/snapshot`);
-
+// before the links are printed: whoever reads one may stop the server at once (what is still
+// being written then fails on the closed pool, which is no error)
+let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => void Promise.all([gw.close(), api.close()]).then(deps.close).finally(() => process.exit(0)));
+  process.once(signal, () => {
+    stopping = true;
+    void Promise.all([gw.close(), api.close()]).then(deps.close).finally(() => process.exit(0));
+  });
 }
+
+async function printLinks(): Promise<void> {
+  const partner = await createPartner(deps.sql, { name: 'dev' });
+  const { apiKey } = await createApiKey(deps.sql, partner.id);
+  await topUp(deps.sql, { partnerId: partner.id, minutes: 600, at: new Date() });
+  const subject = SubjectModeSchema.parse(process.env.SUBJECT ?? 'math');
+  const lesson = await createLesson(deps.sql, partner, { title: 'Dev lesson', subject_mode: subject, mode: process.env.MODE === 'board_only' ? 'board_only' : 'full' }, new Date());
+  const base = `http://127.0.0.1:${gw.port}`;
+  for (const [id, name, role] of [['t', 'Anna (teacher)', 'teacher'], ['s', 'Boris', 'student']] as const) {
+    const l = await issueLink(deps.sql, { partner, lesson, input: { user: { id, name, role }, ttl_minutes: 180 }, embedBaseUrl: base, at: new Date() });
+    console.log(`${role}: ${l.url}`);
+  }
+  console.log(`snapshot: curl -H 'authorization: Bearer ${apiKey}' http://127.0.0.1:${api.port}/api/partner/v1/lessons/${lesson.id}/snapshot`);
+}
+await printLinks().catch((err: unknown) => {
+  if (!stopping) throw err;
+});
