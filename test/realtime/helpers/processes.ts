@@ -41,10 +41,11 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(proc);
-  atFileEnd(() => void proc.kill('SIGKILL'));
   const logs: string[] = [];
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
+  // waited for: the next file in this worker must not meet its connections
+  atFileEnd(() => (proc.exitCode !== null || proc.signalCode !== null ? undefined : (proc.kill('SIGKILL'), exited)));
   let nodeId = '';
   const port = await new Promise<number>((resolve, reject) => {
     // 20 s and more seen at load average 40 for the build's start alone
@@ -100,9 +101,10 @@ export async function spawnRedis(port?: number): Promise<{ port: number; url: st
   const p = port ?? (await freePort());
   const proc = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   children.add(proc);
-  atFileEnd(() => void proc.kill('SIGKILL'));
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
+  // waited for: the next file in this worker must not meet its connections
+  atFileEnd(() => (proc.exitCode !== null || proc.signalCode !== null ? undefined : (proc.kill('SIGKILL'), exited)));
   const deadline = Date.now() + 10_000;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
